@@ -1,0 +1,16 @@
+# Embeds the catalog YAML files as strings so that build/micsim is self-contained.
+# The files stay data: edit models/catalog/*.yaml and rebuild.
+function(embed_catalog out_file)
+  set(body "// Generated from models/catalog/*.yaml by cmake/EmbedCatalog.cmake. Do not edit.\n")
+  string(APPEND body "#include \"models/catalog/catalog_data.hpp\"\nnamespace micsim::catalog_data {\n")
+  set(entries "")
+  foreach(f IN LISTS ARGN)
+    file(READ ${f} content)
+    file(RELATIVE_PATH rel ${CMAKE_SOURCE_DIR} ${f})
+    string(MAKE_C_IDENTIFIER ${rel} id)
+    string(APPEND body "static const char ${id}[] = R\"micsim_catalog(${content})micsim_catalog\";\n")
+    string(APPEND entries "  {\"${rel}\", ${id}},\n")
+  endforeach()
+  string(APPEND body "const std::vector<EmbeddedFile>& files() {\n  static const std::vector<EmbeddedFile> all = {\n${entries}  };\n  return all;\n}\n}\n")
+  file(GENERATE OUTPUT ${out_file} CONTENT "${body}")
+endfunction()

@@ -1,0 +1,92 @@
+#include "models/calibration/calibration.hpp"
+
+#include <fmt/format.h>
+
+#include "models/io/yaml_node.hpp"
+
+namespace micsim {
+
+bool Calibration::empty() const {
+  return !intra_efficiency && !intra_latency_scale && !inter_efficiency && !inter_efficiency_at_scale && !inter_latency_s && !nvls_efficiency &&
+         !gemm_efficiency && !gemm_dim_half && !gemm_overhead_s && !attention_efficiency && !hbm_efficiency &&
+         !kernel_overhead_s;
+}
+
+void Calibration::apply(NetworkParams& net) const {
+  if (intra_efficiency) net.intra_efficiency = *intra_efficiency;
+  if (intra_latency_scale) net.intra_latency_scale = *intra_latency_scale;
+  if (inter_efficiency) net.inter_efficiency = *inter_efficiency;
+  if (inter_efficiency_at_scale) net.inter_efficiency_at_scale = *inter_efficiency_at_scale;
+  if (inter_latency_s) net.inter_latency_s = *inter_latency_s;
+  if (nvls_efficiency) net.nvls_efficiency = *nvls_efficiency;
+  if (intra_efficiency || intra_latency_scale || inter_efficiency || inter_efficiency_at_scale || inter_latency_s || nvls_efficiency)
+    net.source = "calibration " + path;
+}
+
+void Calibration::apply(ComputeCalibration& c) const {
+  if (gemm_efficiency) c.gemm_efficiency = *gemm_efficiency;
+  if (gemm_dim_half) c.gemm_dim_half = *gemm_dim_half;
+  if (gemm_overhead_s) c.gemm_overhead_s = *gemm_overhead_s;
+  if (attention_efficiency) c.attention_efficiency = *attention_efficiency;
+  if (hbm_efficiency) c.hbm_efficiency = *hbm_efficiency;
+  if (kernel_overhead_s) c.kernel_overhead_s = *kernel_overhead_s;
+  if (gemm_efficiency || gemm_dim_half || gemm_overhead_s || attention_efficiency || hbm_efficiency || kernel_overhead_s)
+    c.source = "calibration " + path;
+}
+
+Calibration load_calibration(const std::string& path) {
+  YamlNode root = YamlNode::load_file(path);
+  root.check_keys({"instance", "source", "network", "compute", "residuals"});
+  Calibration c;
+  c.path = path;
+  if (auto v = root.get("instance")) c.instance = v->as_string();
+  if (auto v = root.get("source")) c.source = v->as_string();
+  if (auto net = root.get("network")) {
+    net->check_keys({"intra_efficiency", "intra_latency_scale", "inter_efficiency", "inter_efficiency_at_scale", "inter_latency_us",
+                     "nvls_efficiency"});
+    if (auto v = net->get("intra_efficiency")) c.intra_efficiency = v->as_double_in(0.01, 1.5);
+    if (auto v = net->get("intra_latency_scale")) c.intra_latency_scale = v->as_double_in(0.0, 100.0);
+    if (auto v = net->get("inter_efficiency")) c.inter_efficiency = v->as_double_in(0.01, 1.5);
+    if (auto v = net->get("inter_efficiency_at_scale")) c.inter_efficiency_at_scale = v->as_double_in(0.01, 1.5);
+    if (auto v = net->get("inter_latency_us")) c.inter_latency_s = v->as_double_in(0.0, 1e5) * 1e-6;
+    if (auto v = net->get("nvls_efficiency")) c.nvls_efficiency = v->as_double_in(0.01, 2.0);
+  }
+  if (auto cmp = root.get("compute")) {
+    cmp->check_keys({"gemm_efficiency", "gemm_dim_half", "gemm_overhead_us", "attention_efficiency",
+                     "hbm_efficiency", "kernel_overhead_us"});
+    if (auto v = cmp->get("gemm_efficiency")) c.gemm_efficiency = v->as_double_in(0.01, 1.0);
+    if (auto v = cmp->get("gemm_dim_half")) c.gemm_dim_half = v->as_double_in(0.0, 1e5);
+    if (auto v = cmp->get("gemm_overhead_us")) c.gemm_overhead_s = v->as_double_in(0.0, 1e5) * 1e-6;
+    if (auto v = cmp->get("attention_efficiency")) c.attention_efficiency = v->as_double_in(0.01, 1.0);
+    if (auto v = cmp->get("hbm_efficiency")) c.hbm_efficiency = v->as_double_in(0.01, 1.0);
+    if (auto v = cmp->get("kernel_overhead_us")) c.kernel_overhead_s = v->as_double_in(0.0, 1e5) * 1e-6;
+  }
+  return c;
+}
+
+std::string Calibration::to_yaml() const {
+  std::string out = "# micsim calibration file (load it from a scenario with `calibration: <path>`)\n";
+  if (!instance.empty()) out += fmt::format("instance: {}\n", instance);
+  if (!source.empty()) out += fmt::format("source: \"{}\"\n", source);
+  std::string net, cmp;
+  auto put = [](std::string& s, const char* key, const std::optional<double>& v, double scale = 1.0) {
+    if (v) s += fmt::format("  {}: {:.6g}\n", key, *v * scale);
+  };
+  put(net, "intra_efficiency", intra_efficiency);
+  put(net, "intra_latency_scale", intra_latency_scale);
+  put(net, "inter_efficiency", inter_efficiency);
+  put(net, "inter_efficiency_at_scale", inter_efficiency_at_scale);
+  put(net, "inter_latency_us", inter_latency_s, 1e6);
+  put(net, "nvls_efficiency", nvls_efficiency);
+  put(cmp, "gemm_efficiency", gemm_efficiency);
+  put(cmp, "gemm_dim_half", gemm_dim_half);
+  put(cmp, "gemm_overhead_us", gemm_overhead_s, 1e6);
+  put(cmp, "attention_efficiency", attention_efficiency);
+  put(cmp, "hbm_efficiency", hbm_efficiency);
+  put(cmp, "kernel_overhead_us", kernel_overhead_s, 1e6);
+  if (!net.empty()) out += "network:\n" + net;
+  if (!cmp.empty()) out += "compute:\n" + cmp;
+  return out;
+}
+
+}  // namespace micsim

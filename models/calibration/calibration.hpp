@@ -1,0 +1,36 @@
+#pragma once
+// A calibration file: measured corrections to the catalog's network and compute defaults. Written by
+// `micsim calibrate`, loaded by scenarios (`calibration: path`). Only the keys present override.
+//
+//   instance: p4d.24xlarge            # what it was fitted on (informational)
+//   source: "nccl-tests logs ..."     # how it was made
+//   network: {intra_efficiency, intra_latency_scale, inter_efficiency, inter_efficiency_at_scale,
+//             inter_latency_us, nvls_efficiency}
+//   compute: {gemm_efficiency, gemm_dim_half, gemm_overhead_us, attention_efficiency, hbm_efficiency,
+//             kernel_overhead_us}
+#include <optional>
+#include <string>
+
+#include "models/collective/collective.hpp"
+#include "models/compute/compute_model.hpp"
+
+namespace micsim {
+
+struct Calibration {
+  std::string path;
+  std::string instance;
+  std::string source;
+  std::optional<double> intra_efficiency, intra_latency_scale, inter_efficiency, inter_efficiency_at_scale, inter_latency_s,
+      nvls_efficiency;
+  std::optional<double> gemm_efficiency, gemm_dim_half, gemm_overhead_s, attention_efficiency, hbm_efficiency,
+      kernel_overhead_s;
+
+  bool empty() const;
+  void apply(NetworkParams& net) const;
+  void apply(ComputeCalibration& c) const;
+  std::string to_yaml() const;
+};
+
+Calibration load_calibration(const std::string& path);
+
+}  // namespace micsim

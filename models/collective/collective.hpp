@@ -1,0 +1,121 @@
+#pragma once
+// Collectives as NCCL runs them. One request (operation, bytes, how the group's ranks sit on nodes)
+// gives one estimate: the algorithm and protocol NCCL would pick (minimum predicted time, as NCCL's
+// tuner does), the time, and the bytes each tier carries. Sizes follow nccl-tests: `bytes` is the
+// whole gathered buffer for all_gather, the whole input for reduce_scatter, the buffer for all_reduce.
+//
+// Where to look: ring.cpp, tree.cpp, nvls.cpp say how each algorithm moves bytes;
+// nccl_constants.cpp holds NCCL's latency/bandwidth tables; collective_model.cpp picks the fastest.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/hardware/hardware.hpp"
+
+namespace micsim {
+
+enum class CollectiveOp { AllGather, ReduceScatter, AllReduce, Broadcast, Reduce };
+const char* to_string(CollectiveOp op);
+std::optional<CollectiveOp> parse_collective_op(const std::string& s);  // "all_gather", ...
+
+enum class Protocol { LL, LL128, Simple };
+const char* to_string(Protocol p);
+
+// A class of link. NVLink/NVSwitch inside a node; the node's NICs and the fabric between nodes.
+enum class Tier { Intra, Inter };
+const char* to_string(Tier t);
+
+// How one communicator's ranks sit on the cluster. Groups are node-aligned: `ranks_per_node` ranks of
+// the group on each of `nodes` nodes. `concurrent_groups` is how many groups of the same shape run the
+// same collective at the same time on each node (they share the node's NICs).
+struct GroupLayout {
+  int ranks = 1;
+  int nodes = 1;
+  int ranks_per_node = 1;
+  int concurrent_groups = 1;
+  static GroupLayout make(int ranks, int nodes, int concurrent_groups = 1);
+};
+
+// The network as the collective model sees it: catalog values, then calibration.
+struct NetworkParams {
+  GpuArch arch = GpuArch::Ampere;
+  double intra_bytes_per_s = 240e9;     // per GPU per direction (NCCL effective NVLink)
+  double intra_efficiency = 0.96;       // large-message ring busbw / intra_bytes_per_s
+  double intra_latency_scale = 1.0;     // multiplies NCCL's NVLink hardware latencies
+  bool nvls = false;
+  double nvls_efficiency = 0.75;        // NVLS all_reduce algbw / intra_bytes_per_s
+  double inter_node_bytes_per_s = 50e9; // NICs x line rate, per node
+  double inter_efficiency = 0.9;        // fabric bandwidth_efficiency (collective over 2 nodes)
+  double inter_efficiency_at_scale = 0.9;  // asymptote for collectives over many nodes
+  double inter_latency_s = 0;           // fabric latency per inter-node step (NCCL latencyInter)
+  int channels = 16;
+  std::vector<NcclAlgorithm> inter_algorithms;  // allowed across nodes (empty = all)
+  std::vector<Protocol> inter_protocols;        // allowed across nodes (empty = all)
+  std::string source;
+
+  static NetworkParams from_instance(const InstanceSpec& inst);
+  // Fraction of the NIC line rate a collective spanning `nodes` nodes reaches. Two nodes sit on one
+  // switch; more nodes cross the fabric, where flow collisions cost bandwidth (EFA 2019: 10 GB/s on 2
+  // nodes, 6-8 GB/s on 8-32, NVIDIA/nccl#235): e(k) = e_scale + (e_2 - e_scale)·2/k.
+  double inter_efficiency_for(int nodes) const;
+};
+
+struct CollectiveEstimate {
+  CollectiveOp op = CollectiveOp::AllReduce;
+  double bytes = 0;
+  GroupLayout layout;
+  NcclAlgorithm algorithm = NcclAlgorithm::Ring;
+  Protocol protocol = Protocol::Simple;
+  double time_s = 0;
+  double latency_s = 0;                 // the size-independent part
+  double intra_bytes_per_gpu = 0;       // bytes each GPU sends over NVLink/NVSwitch
+  double inter_bytes_per_node = 0;      // bytes each node sends through its NICs, for this group
+  Tier bottleneck = Tier::Intra;        // tier whose transfer time dominates
+  double algbw() const { return time_s > 0 ? bytes / time_s : 0; }
+  double busbw() const;
+};
+
+// nccl-tests' bus-bandwidth factor for an operation over n ranks (PERFORMANCE.md).
+double busbw_factor(CollectiveOp op, int ranks);
+
+struct CollectiveChoice {                // what-if overrides, like NCCL_ALGO / NCCL_PROTO
+  std::optional<NcclAlgorithm> algorithm;
+  std::optional<Protocol> protocol;
+};
+
+// One algorithm+protocol candidate; nullopt when it does not apply (e.g. tree for all_gather).
+std::optional<CollectiveEstimate> estimate_ring(const NetworkParams& net, CollectiveOp op, double bytes,
+                                                const GroupLayout& g, Protocol proto);
+std::optional<CollectiveEstimate> estimate_tree(const NetworkParams& net, CollectiveOp op, double bytes,
+                                                const GroupLayout& g, Protocol proto);
+std::optional<CollectiveEstimate> estimate_nvls(const NetworkParams& net, CollectiveOp op, double bytes,
+                                                const GroupLayout& g, Protocol proto);
+
+class CollectiveModel {
+ public:
+  explicit CollectiveModel(NetworkParams net) : net_(std::move(net)) {}
+  // The fastest allowed algorithm/protocol (ties broken by a fixed order, so results are deterministic).
+  CollectiveEstimate estimate(CollectiveOp op, double bytes, const GroupLayout& g,
+                              const CollectiveChoice& choice = {}) const;
+  // Every applicable candidate, for reports and tests.
+  std::vector<CollectiveEstimate> candidates(CollectiveOp op, double bytes, const GroupLayout& g) const;
+  const NetworkParams& network() const { return net_; }
+
+ private:
+  NetworkParams net_;
+};
+
+// The MiCS hierarchical all-gather of a partition group spanning k nodes with g GPUs each
+// (../shared/reference/mics.md §5.3): (1) inter-node all-gather among the k GPUs that share a local
+// rank (g such groups run at once and share the NICs), (2) re-arrangement copy, (3) intra-node
+// all-gather, issued as k coalesced sub-all-gathers.
+struct HierarchicalAllGather {
+  CollectiveEstimate inter;
+  double copy_bytes = 0;                // bytes each GPU copies in step 2
+  CollectiveEstimate intra;             // the k coalesced sub-all-gathers, as one estimate
+  double inter_bytes_per_node() const { return inter.inter_bytes_per_node * inter.layout.concurrent_groups; }
+};
+HierarchicalAllGather estimate_hierarchical_allgather(const CollectiveModel& model, double bytes, int nodes,
+                                                      int gpus_per_node, int partition_groups_per_node = 1);
+
+}  // namespace micsim

@@ -1,0 +1,116 @@
+// Picks what NCCL would run: every allowed (algorithm, protocol) pair is costed and the fastest wins
+// (NCCL enqueue.cc topoGetAlgoInfo). NCCL_ALGO / NCCL_PROTO-like overrides restrict the set.
+#include <algorithm>
+#include <stdexcept>
+
+#include "models/collective/collective.hpp"
+
+namespace micsim {
+
+const char* to_string(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::AllGather: return "all_gather";
+    case CollectiveOp::ReduceScatter: return "reduce_scatter";
+    case CollectiveOp::AllReduce: return "all_reduce";
+    case CollectiveOp::Broadcast: return "broadcast";
+    case CollectiveOp::Reduce: return "reduce";
+  }
+  return "?";
+}
+
+std::optional<CollectiveOp> parse_collective_op(const std::string& s) {
+  for (auto op : {CollectiveOp::AllGather, CollectiveOp::ReduceScatter, CollectiveOp::AllReduce,
+                  CollectiveOp::Broadcast, CollectiveOp::Reduce})
+    if (s == to_string(op)) return op;
+  return std::nullopt;
+}
+
+const char* to_string(Protocol p) {
+  switch (p) {
+    case Protocol::LL: return "LL";
+    case Protocol::LL128: return "LL128";
+    case Protocol::Simple: return "Simple";
+  }
+  return "?";
+}
+
+const char* to_string(Tier t) { return t == Tier::Intra ? "intra-node" : "inter-node"; }
+
+GroupLayout GroupLayout::make(int ranks, int nodes, int concurrent_groups) {
+  if (ranks < 1 || nodes < 1 || ranks % nodes != 0 || concurrent_groups < 1)
+    throw std::invalid_argument("GroupLayout: ranks must be a positive multiple of nodes");
+  return GroupLayout{ranks, nodes, ranks / nodes, concurrent_groups};
+}
+
+double busbw_factor(CollectiveOp op, int n) {
+  if (n <= 1) return op == CollectiveOp::Broadcast || op == CollectiveOp::Reduce ? 1.0 : 0.0;
+  switch (op) {
+    case CollectiveOp::AllReduce: return 2.0 * (n - 1) / n;
+    case CollectiveOp::AllGather:
+    case CollectiveOp::ReduceScatter: return double(n - 1) / n;
+    default: return 1.0;
+  }
+}
+
+double CollectiveEstimate::busbw() const { return algbw() * busbw_factor(op, layout.ranks); }
+
+NetworkParams NetworkParams::from_instance(const InstanceSpec& inst) {
+  NetworkParams p;
+  p.arch = inst.gpu.arch;
+  p.intra_bytes_per_s = inst.intra.bytes_per_s_per_gpu;
+  p.nvls = inst.intra.nvls;
+  p.inter_node_bytes_per_s = inst.network.node_bytes_per_s();
+  p.inter_efficiency = inst.network.fabric.bandwidth_efficiency;
+  p.inter_efficiency_at_scale = inst.network.fabric.bandwidth_efficiency_at_scale;
+  p.inter_latency_s = inst.network.fabric.latency_s;
+  p.inter_algorithms = inst.network.fabric.algorithms;
+  // LL128 needs ordered 128-byte stores end to end; EFA's SRD transport does not guarantee it.
+  if (inst.network.fabric.name.rfind("efa", 0) == 0) p.inter_protocols = {Protocol::LL, Protocol::Simple};
+  p.channels = inst.gpu.arch == GpuArch::Volta ? 12 : 16;
+  p.source = "catalog defaults for " + inst.name + " (fabric " + inst.network.fabric.name + ")";
+  return p;
+}
+
+double NetworkParams::inter_efficiency_for(int nodes) const {
+  if (nodes <= 2) return inter_efficiency;
+  return inter_efficiency_at_scale + (inter_efficiency - inter_efficiency_at_scale) * 2.0 / nodes;
+}
+
+template <class T>
+static bool allowed(const std::vector<T>& list, T v) {
+  return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
+}
+
+std::vector<CollectiveEstimate> CollectiveModel::candidates(CollectiveOp op, double bytes, const GroupLayout& g) const {
+  std::vector<CollectiveEstimate> out;
+  for (auto proto : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
+    if (g.nodes > 1 && !allowed(net_.inter_protocols, proto)) continue;
+    for (auto est : {estimate_ring(net_, op, bytes, g, proto), estimate_tree(net_, op, bytes, g, proto),
+                     estimate_nvls(net_, op, bytes, g, proto)}) {
+      if (!est) continue;
+      if (g.nodes > 1 && !allowed(net_.inter_algorithms, est->algorithm == NcclAlgorithm::NVLSTree
+                                                             ? NcclAlgorithm::Tree : est->algorithm))
+        continue;
+      out.push_back(*est);
+    }
+  }
+  return out;
+}
+
+CollectiveEstimate CollectiveModel::estimate(CollectiveOp op, double bytes, const GroupLayout& g,
+                                             const CollectiveChoice& choice) const {
+  std::optional<CollectiveEstimate> best;
+  for (const auto& c : candidates(op, bytes, g)) {
+    if (choice.algorithm && c.algorithm != *choice.algorithm) continue;
+    if (choice.protocol && c.protocol != *choice.protocol) continue;
+    if (!best || c.time_s < best->time_s) best = c;
+  }
+  if (!best) {
+    // The override named something that cannot run this collective: fall back to ring, as NCCL does
+    // when NCCL_ALGO excludes every valid algorithm for an operation.
+    best = estimate_ring(net_, op, bytes, g, choice.protocol.value_or(Protocol::Simple));
+  }
+  return *best;
+}
+
+}  // namespace micsim

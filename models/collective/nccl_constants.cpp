@@ -1,0 +1,83 @@
+#include "models/collective/nccl_constants.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace micsim::nccl {
+
+static int proto_index(Protocol p) { return p == Protocol::LL ? 0 : p == Protocol::LL128 ? 1 : 2; }
+
+double base_latency(NcclAlgorithm a, Protocol p) {
+  // baseLat (us), v2.23 -> HEAD: Tree 6.8/14.0/8.4, Ring 6.6/14.0/8.4, NVLS/NVLSTree 0.
+  static const double tree[3] = {6.8, 14.0, 8.4}, ring[3] = {6.6, 14.0, 8.4};
+  switch (a) {
+    case NcclAlgorithm::Tree: return tree[proto_index(p)] * 1e-6;
+    case NcclAlgorithm::Ring: return ring[proto_index(p)] * 1e-6;
+    default: return 0;
+  }
+}
+
+double hw_latency(LinkClass l, NcclAlgorithm a, Protocol p) {
+  // hwLat (us), v2.23 -> HEAD.
+  static const double nvl_tree[3] = {0.6, 1.25, 4.0}, nvl_ring[3] = {0.6, 1.9, 3.4};
+  static const double pci_tree[3] = {1.0, 1.9, 4.0}, pci_ring[3] = {1.0, 2.5, 5.7};
+  static const double net_tree[3] = {5.0, 8.5, 14.0}, net_ring[3] = {2.7, 4.0, 14.0};
+  const int i = proto_index(p);
+  double us = 0;
+  switch (l) {
+    case LinkClass::NVLink:
+      us = a == NcclAlgorithm::Ring ? nvl_ring[i] : a == NcclAlgorithm::Tree ? nvl_tree[i] : 25.0;  // NVLS 25
+      break;
+    case LinkClass::PCI:
+      us = a == NcclAlgorithm::Ring ? pci_ring[i] : pci_tree[i];
+      break;
+    case LinkClass::Net:
+      us = a == NcclAlgorithm::Ring ? net_ring[i] : a == NcclAlgorithm::Tree ? net_tree[i]
+           : a == NcclAlgorithm::NVLS ? 18.0 : 14.0;  // NET NVLS 18, NVLSTree 14
+      break;
+  }
+  return us * 1e-6;
+}
+
+static int node_column(int nodes) { return nodes <= 1 ? 0 : nodes == 2 ? 1 : 2; }
+
+double ll_max_bus_bw(GpuArch arch, int nodes) {
+  // llMaxBws (GB/s): one node by GPU arch; across nodes the Intel-CPU row.
+  static const double volta[3] = {39.0, 39.0, 20.4}, ampere[3] = {87.7, 22.5, 19.0},
+                      hopper[3] = {141.0, 45.0, 35.0}, blackwell[3] = {282.0, 90.0, 70.0};
+  const double* row = arch == GpuArch::Volta ? volta : arch == GpuArch::Ampere ? ampere
+                      : arch == GpuArch::Hopper ? hopper : blackwell;
+  return row[node_column(nodes)] * 1e9;
+}
+
+double per_channel_ring_ll128_bw(GpuArch arch) {
+  return (arch == GpuArch::Hopper ? 36.7 : arch == GpuArch::Blackwell ? 40.0 : 20.0) * 1e9;
+}
+
+double per_channel_tree_bw(GpuArch arch, int nodes) {
+  static const double volta[3] = {26.5, 18.5, 10.0}, ampere[3] = {24.0, 23.6, 17.8},
+                      hopper[3] = {38.7, 41.4, 36.0}, blackwell[3] = {70.0, 42.8, 24.0};
+  const double* row = arch == GpuArch::Volta ? volta : arch == GpuArch::Ampere ? ampere
+                      : arch == GpuArch::Hopper ? hopper : blackwell;
+  return row[node_column(nodes)] * 1e9;
+}
+
+double per_channel_tree_ll128_bw(GpuArch arch, int nodes) {
+  static const double old[3] = {20.0, 20.0, 20.0}, hopper[3] = {36.7, 36.7, 29.0},
+                      blackwell[3] = {55.6, 31.67, 20.0};
+  const double* row = arch == GpuArch::Hopper ? hopper : arch == GpuArch::Blackwell ? blackwell : old;
+  return row[node_column(nodes)] * 1e9;
+}
+
+double tree_correction_factor(Protocol p, double bytes) {
+  static const double ll[24] = {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0};
+  static const double ll128[24] = {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0};
+  static const double simple[24] = {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9};
+  int idx = bytes <= 64 ? 0 : std::min(23, int(std::floor(std::log2(bytes / 64.0))));
+  const double* row = p == Protocol::LL ? ll : p == Protocol::LL128 ? ll128 : simple;
+  return row[idx];
+}
+
+double ring_plateau_factor(GpuArch arch) { return arch == GpuArch::Volta ? 1.9 : 1.4; }
+
+}  // namespace micsim::nccl

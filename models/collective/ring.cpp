@@ -1,0 +1,62 @@
+// Ring: every rank sends to its successor. all_gather and reduce_scatter take n-1 steps, all_reduce
+// 2(n-1) (a reduce-scatter, then an all-gather); each rank sends (n-1)/n·S per pass. Groups are
+// node-contiguous, so a ring (per NCCL channel) leaves each node once: per node, the NICs carry the
+// same volume a single GPU sends, while the node's other ring edges stay on NVLink/NVSwitch.
+#include <algorithm>
+
+#include "models/collective/nccl_constants.hpp"
+
+namespace micsim {
+
+std::optional<CollectiveEstimate> estimate_ring(const NetworkParams& net, CollectiveOp op, double bytes,
+                                                const GroupLayout& g, Protocol proto) {
+  const int n = g.ranks, k = g.nodes, r = g.ranks_per_node;
+  CollectiveEstimate e;
+  e.op = op;
+  e.bytes = bytes;
+  e.layout = g;
+  e.algorithm = NcclAlgorithm::Ring;
+  e.protocol = proto;
+  if (n <= 1) return e;  // nothing to communicate
+
+  const bool all_reduce = op == CollectiveOp::AllReduce;
+  const int nsteps = all_reduce ? 2 * (n - 1) : n - 1;
+  const double volume = bytes * (op == CollectiveOp::Broadcast || op == CollectiveOp::Reduce
+                                     ? 1.0 : busbw_factor(op, n));  // bytes each rank sends
+
+  // Bytes per tier. Inside a node, r-1 of a node's r ring edges are NVLink (all r when k == 1).
+  e.intra_bytes_per_gpu = r > 1 ? volume * (k > 1 ? double(r - 1) / r : 1.0) : 0.0;
+  e.inter_bytes_per_node = k > 1 ? volume : 0.0;
+  const double b_intra = net.intra_bytes_per_s * net.intra_efficiency;
+  const double b_inter = net.inter_node_bytes_per_s * net.inter_efficiency_for(k) / g.concurrent_groups;
+  const double t_intra = e.intra_bytes_per_gpu / b_intra;
+  const double t_inter = k > 1 ? e.inter_bytes_per_node / b_inter : 0.0;
+  e.bottleneck = t_inter > t_intra ? Tier::Inter : Tier::Intra;
+  double t_bw = std::max(t_intra, t_inter);
+
+  // Protocols: LL spends half of every line on flags and is capped (llMaxBws); LL128 keeps 120/128.
+  if (proto == Protocol::LL) {
+    t_bw = std::max(t_bw / nccl::kLLEfficiency, volume / nccl::ll_max_bus_bw(net.arch, k));
+  } else if (proto == Protocol::LL128) {
+    t_bw = std::max(t_bw / nccl::kLL128Efficiency, volume / (net.channels * nccl::per_channel_ring_ll128_bw(net.arch)));
+  }
+
+  // Latency (NCCL tuning.cc, ring): base + intra steps x NVLink latency + inter steps x network latency.
+  double intra_lat = nccl::hw_latency(nccl::LinkClass::NVLink, NcclAlgorithm::Ring, proto) * net.intra_latency_scale;
+  double inter_lat = nccl::hw_latency(nccl::LinkClass::Net, NcclAlgorithm::Ring, proto) + net.inter_latency_s;
+  if (proto == Protocol::Simple) inter_lat += net.inter_latency_s;  // flush
+  int inter_steps = 0;
+  if (k > 1) {
+    intra_lat = std::max(intra_lat, (proto == Protocol::Simple ? 3.0 : 1.0) * 1e-6);  // NCCL_NET_OVERHEAD
+    inter_steps = std::min(nsteps, all_reduce ? 2 * k : k - 1);
+  }
+  double lat = nccl::base_latency(NcclAlgorithm::Ring, proto) + (nsteps - inter_steps) * intra_lat +
+               inter_steps * inter_lat;
+  if (all_reduce && proto == Protocol::Simple && k > 1 && bytes / (net.channels * n) >= 64)
+    lat *= nccl::ring_plateau_factor(net.arch);
+  e.latency_s = lat;
+  e.time_s = lat + t_bw;
+  return e;
+}
+
+}  // namespace micsim

@@ -1,0 +1,51 @@
+#pragma once
+// How long a GPU takes for the work of a pass: GEMMs at a shape-dependent fraction of peak,
+// attention kernels at their own efficiency, memory-bound ops at HBM speed, plus a fixed cost per
+// kernel. The constants are a documented default (from the GPU catalog); `micsim calibrate --gemm`
+// replaces them with a fit to measured GEMMs.
+#include <cstdint>
+#include <string>
+
+#include "models/hardware/hardware.hpp"
+#include "models/workload/workload.hpp"
+
+namespace micsim {
+
+enum class Optimizer { Adam, Lamb, Sgd };
+const char* to_string(Optimizer o);
+
+struct ComputeCalibration {
+  double gemm_efficiency = 0.8;       // large-GEMM fraction of peak
+  double gemm_dim_half = 32;          // efficiency × d/(d + dim_half) for the smallest GEMM dimension d
+  double gemm_overhead_s = 8e-6;      // wave quantisation / tail per GEMM (A100 cublasLt 1024^3 and 2048^3 rows: ~9.5 us)
+  double attention_efficiency = 0.4;  // attention kernels' fraction of peak
+  double flash_backward_extra = 0.25; // FlashAttention backward recomputes QK^T: +25 % of its matmul work
+  double hbm_efficiency = 0.8;        // memory-bound kernels' fraction of HBM bandwidth
+  double kernel_overhead_s = 2e-6;    // per launch of a memory-bound kernel (launch gaps)
+  std::string source = "default";     // where these numbers come from (catalog default or calibration file)
+
+  static ComputeCalibration defaults_for(const GpuSpec& gpu);
+};
+
+class ComputeModel {
+ public:
+  ComputeModel(const GpuSpec& gpu, Precision precision, ComputeCalibration cal);
+
+  double gemm_time(const Gemm& g) const;
+  double pass_time(const PassWork& w, bool is_backward, bool flash_attention) const;
+  // Optimizer update of `local_params` parameters: memory-bound (reads and writes master weights,
+  // optimizer states, gradients; writes the low-precision copy).
+  double optimizer_time(int64_t local_params, Optimizer opt) const;
+  // Device-to-device copy (the hierarchical all-gather's re-arrangement step).
+  double copy_time(double bytes) const;
+  double peak_flops() const { return peak_; }
+  const ComputeCalibration& calibration() const { return cal_; }
+
+ private:
+  double peak_;
+  double hbm_;
+  Precision precision_;
+  ComputeCalibration cal_;
+};
+
+}  // namespace micsim

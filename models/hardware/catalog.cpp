@@ -1,0 +1,173 @@
+#include "models/hardware/catalog.hpp"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "models/catalog/catalog_data.hpp"
+
+namespace micsim {
+
+YamlNode load_embedded_catalog(const std::string& path) {
+  for (const auto& f : catalog_data::files())
+    if (path == f.path) return YamlNode::load_string(f.content, path);
+  throw std::logic_error("catalog file not embedded: " + path);
+}
+
+const HardwareCatalog& HardwareCatalog::builtin() {
+  static const HardwareCatalog cat = parse(load_embedded_catalog("models/catalog/instances.yaml"));
+  return cat;
+}
+
+static GpuArch parse_arch(const YamlNode& n) {
+  std::string a = n.as_choice({"volta", "ampere", "hopper", "blackwell"});
+  if (a == "volta") return GpuArch::Volta;
+  if (a == "ampere") return GpuArch::Ampere;
+  if (a == "hopper") return GpuArch::Hopper;
+  return GpuArch::Blackwell;
+}
+
+static constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+GpuSpec HardwareCatalog::parse_gpu(const YamlNode& n, const std::string& name) const {
+  n.check_keys({"arch", "memory_gib", "peak_tflops", "hbm_tbytes_per_s", "gemm_efficiency",
+                "attention_efficiency", "source"});
+  GpuSpec g;
+  g.name = name;
+  g.arch = parse_arch(n.at("arch"));
+  g.memory_bytes = n.at("memory_gib").as_double_in(1, 1e5) * kGiB;
+  YamlNode peaks = n.at("peak_tflops");
+  peaks.check_keys({"fp16", "bf16", "fp32"});
+  if (auto v = peaks.get("fp16")) g.peak_flops[Precision::FP16] = v->as_double_in(0.1, 1e6) * 1e12;
+  if (auto v = peaks.get("bf16")) g.peak_flops[Precision::BF16] = v->as_double_in(0.1, 1e6) * 1e12;
+  if (auto v = peaks.get("fp32")) g.peak_flops[Precision::FP32] = v->as_double_in(0.1, 1e6) * 1e12;
+  if (g.peak_flops.empty()) peaks.fail("expected at least one of fp16, bf16, fp32");
+  g.hbm_bytes_per_s = n.at("hbm_tbytes_per_s").as_double_in(0.01, 1e3) * 1e12;
+  if (auto v = n.get("gemm_efficiency")) g.gemm_efficiency = v->as_double_in(0.01, 1.0);
+  if (auto v = n.get("attention_efficiency")) g.attention_efficiency = v->as_double_in(0.01, 1.0);
+  if (auto v = n.get("source")) g.source = v->as_string();
+  return g;
+}
+
+static NcclAlgorithm parse_algorithm(const YamlNode& n) {
+  std::string a = n.as_choice({"ring", "tree", "nvls", "nvls_tree"});
+  if (a == "ring") return NcclAlgorithm::Ring;
+  if (a == "tree") return NcclAlgorithm::Tree;
+  if (a == "nvls") return NcclAlgorithm::NVLS;
+  return NcclAlgorithm::NVLSTree;
+}
+
+FabricSpec HardwareCatalog::parse_fabric(const YamlNode& n, const std::string& name) const {
+  n.check_keys({"latency_us", "bandwidth_efficiency", "bandwidth_efficiency_at_scale", "algorithms", "source"});
+  FabricSpec f;
+  f.name = name;
+  f.latency_s = n.at("latency_us").as_double_in(0, 1e5) * 1e-6;
+  f.bandwidth_efficiency = n.at("bandwidth_efficiency").as_double_in(0.01, 1.0);
+  f.bandwidth_efficiency_at_scale = f.bandwidth_efficiency;
+  if (auto v = n.get("bandwidth_efficiency_at_scale")) f.bandwidth_efficiency_at_scale = v->as_double_in(0.01, 1.0);
+  if (auto a = n.get("algorithms"))
+    for (const auto& item : a->items()) f.algorithms.push_back(parse_algorithm(item));
+  if (auto v = n.get("source")) f.source = v->as_string();
+  return f;
+}
+
+InstanceSpec HardwareCatalog::parse_instance(const YamlNode& n, const std::string& name) const {
+  n.check_keys({"gpu", "gpus_per_node", "intra_node", "network", "price_usd_per_hour", "price_note", "source"});
+  InstanceSpec s;
+  s.name = name;
+  YamlNode gpu = n.at("gpu");
+  if (gpu.is_map()) {
+    s.gpu = parse_gpu(gpu, name + "-gpu");
+  } else {
+    std::string gname = gpu.as_string();
+    const GpuSpec* g = find_gpu(gname);
+    if (!g) {
+      std::string hint = closest_match(gname, gpu_names());
+      gpu.fail(fmt::format("unknown GPU '{}'{}; known: {}", gname,
+                           hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint),
+                           join_choices(gpu_names())));
+    }
+    s.gpu = *g;
+  }
+  s.gpus_per_node = static_cast<int>(n.at("gpus_per_node").as_int_in(1, 1024));
+  YamlNode intra = n.at("intra_node");
+  intra.check_keys({"kind", "gbytes_per_s", "nvls"});
+  if (auto k = intra.get("kind")) s.intra.kind = k->as_choice({"nvlink", "pcie"});
+  s.intra.bytes_per_s_per_gpu = intra.at("gbytes_per_s").as_double_in(0.1, 1e5) * 1e9;
+  if (auto v = intra.get("nvls")) s.intra.nvls = v->as_bool();
+  if (s.intra.nvls && s.gpu.arch < GpuArch::Hopper) intra.at("nvls").fail("NVLS needs a Hopper or newer GPU");
+  YamlNode net = n.at("network");
+  net.check_keys({"nics", "gbits_per_nic", "fabric"});
+  s.network.nics = static_cast<int>(net.at("nics").as_int_in(1, 1024));
+  s.network.bits_per_s_per_nic = net.at("gbits_per_nic").as_double_in(0.1, 1e5) * 1e9;
+  YamlNode fabric = net.at("fabric");
+  if (fabric.is_map()) {
+    s.network.fabric = parse_fabric(fabric, name + "-fabric");
+  } else {
+    std::string fname = fabric.as_string();
+    const FabricSpec* f = find_fabric(fname);
+    if (!f) {
+      std::string hint = closest_match(fname, fabric_names());
+      fabric.fail(fmt::format("unknown fabric '{}'{}; known: {}", fname,
+                              hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint),
+                              join_choices(fabric_names())));
+    }
+    s.network.fabric = *f;
+  }
+  if (auto p = n.get("price_usd_per_hour")) s.price_usd_per_hour = p->as_double_in(0, 1e6);
+  if (auto p = n.get("price_note")) s.price_note = p->as_string();
+  if (auto p = n.get("source")) s.source = p->as_string();
+  return s;
+}
+
+HardwareCatalog HardwareCatalog::parse(const YamlNode& root) {
+  root.check_keys({"gpus", "fabrics", "instances"});
+  HardwareCatalog cat;
+  YamlNode gpus = root.at("gpus");
+  gpus.require_map();
+  for (const auto& name : gpus.keys()) cat.gpus_.push_back(cat.parse_gpu(gpus.at(name), name));
+  YamlNode fabrics = root.at("fabrics");
+  fabrics.require_map();
+  for (const auto& name : fabrics.keys()) cat.fabrics_.push_back(cat.parse_fabric(fabrics.at(name), name));
+  YamlNode inst = root.at("instances");
+  inst.require_map();
+  for (const auto& name : inst.keys()) cat.instances_.push_back(cat.parse_instance(inst.at(name), name));
+  return cat;
+}
+
+const InstanceSpec* HardwareCatalog::find_instance(const std::string& name) const {
+  for (const auto& i : instances_)
+    if (i.name == name) return &i;
+  return nullptr;
+}
+const InstanceSpec& HardwareCatalog::instance(const std::string& name) const {
+  if (const auto* i = find_instance(name)) return *i;
+  throw std::out_of_range("unknown instance " + name);
+}
+const GpuSpec* HardwareCatalog::find_gpu(const std::string& name) const {
+  for (const auto& g : gpus_)
+    if (g.name == name) return &g;
+  return nullptr;
+}
+const FabricSpec* HardwareCatalog::find_fabric(const std::string& name) const {
+  for (const auto& f : fabrics_)
+    if (f.name == name) return &f;
+  return nullptr;
+}
+std::vector<std::string> HardwareCatalog::instance_names() const {
+  std::vector<std::string> v;
+  for (const auto& i : instances_) v.push_back(i.name);
+  return v;
+}
+std::vector<std::string> HardwareCatalog::gpu_names() const {
+  std::vector<std::string> v;
+  for (const auto& g : gpus_) v.push_back(g.name);
+  return v;
+}
+std::vector<std::string> HardwareCatalog::fabric_names() const {
+  std::vector<std::string> v;
+  for (const auto& f : fabrics_) v.push_back(f.name);
+  return v;
+}
+
+}  // namespace micsim

@@ -1,0 +1,42 @@
+#include "models/hardware/hardware.hpp"
+
+#include <stdexcept>
+
+namespace micsim {
+
+const char* to_string(GpuArch a) {
+  switch (a) {
+    case GpuArch::Volta: return "volta";
+    case GpuArch::Ampere: return "ampere";
+    case GpuArch::Hopper: return "hopper";
+    case GpuArch::Blackwell: return "blackwell";
+  }
+  return "?";
+}
+
+const char* to_string(Precision p) {
+  switch (p) {
+    case Precision::FP16: return "fp16";
+    case Precision::BF16: return "bf16";
+    case Precision::FP32: return "fp32";
+  }
+  return "?";
+}
+
+const char* to_string(NcclAlgorithm a) {
+  switch (a) {
+    case NcclAlgorithm::Ring: return "ring";
+    case NcclAlgorithm::Tree: return "tree";
+    case NcclAlgorithm::NVLS: return "nvls";
+    case NcclAlgorithm::NVLSTree: return "nvls_tree";
+  }
+  return "?";
+}
+
+double GpuSpec::peak(Precision p) const {
+  auto it = peak_flops.find(p);
+  if (it == peak_flops.end()) throw std::logic_error("precision not supported by " + name);
+  return it->second;
+}
+
+}  // namespace micsim

@@ -1,0 +1,67 @@
+#pragma once
+// Hardware as data: a GPU, the inter-node fabric, and an instance type (node) built from them.
+// Values come from models/catalog/instances.yaml or an inline `cluster.instance:` mapping.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace micsim {
+
+enum class GpuArch { Volta, Ampere, Hopper, Blackwell };
+const char* to_string(GpuArch a);
+
+enum class Precision { FP16, BF16, FP32 };
+const char* to_string(Precision p);
+inline int bytes_per_element(Precision p) { return p == Precision::FP32 ? 4 : 2; }
+
+struct GpuSpec {
+  std::string name;
+  GpuArch arch = GpuArch::Ampere;
+  double memory_bytes = 0;                // capacity (GiB in the catalog)
+  std::map<Precision, double> peak_flops; // FLOP/s, dense; absent = unsupported
+  double hbm_bytes_per_s = 0;
+  double gemm_efficiency = 0.8;           // achievable / peak for large GEMMs (default compute model)
+  double attention_efficiency = 0.4;      // attention kernels (FlashAttention or batched GEMMs)
+  std::string source;
+  bool supports(Precision p) const { return peak_flops.count(p) > 0; }
+  double peak(Precision p) const;         // throws std::logic_error if unsupported (validated earlier)
+};
+
+enum class NcclAlgorithm { Ring, Tree, NVLS, NVLSTree };
+const char* to_string(NcclAlgorithm a);
+
+struct FabricSpec {
+  std::string name;
+  double latency_s = 0;                   // extra latency per inter-node step (NCCL graph.latencyInter)
+  double bandwidth_efficiency = 0.9;      // fraction of NIC line rate reached by large transfers (2 nodes)
+  double bandwidth_efficiency_at_scale = 0.9;  // the same when a collective spans many nodes (fabric hops, ECMP)
+  std::vector<NcclAlgorithm> algorithms;  // enabled algorithms across nodes; empty = NCCL defaults
+  std::string source;
+};
+
+struct IntraNodeSpec {
+  std::string kind = "nvlink";            // nvlink | pcie
+  double bytes_per_s_per_gpu = 0;         // NCCL effective, per GPU per direction
+  bool nvls = false;                      // NVLink SHARP (NVSwitch gen3)
+};
+
+struct NetworkSpec {
+  int nics = 1;
+  double bits_per_s_per_nic = 0;
+  FabricSpec fabric;
+  double node_bytes_per_s() const { return nics * bits_per_s_per_nic / 8.0; }
+};
+
+struct InstanceSpec {
+  std::string name;
+  GpuSpec gpu;
+  int gpus_per_node = 8;
+  IntraNodeSpec intra;
+  NetworkSpec network;
+  std::optional<double> price_usd_per_hour;
+  std::string price_note;
+  std::string source;
+};
+
+}  // namespace micsim

@@ -1,0 +1,45 @@
+#include "models/io/atomic_file.hpp"
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+#include <unistd.h>
+
+#include "models/io/input_error.hpp"
+
+namespace micsim {
+
+void write_file_atomically(const std::string& path, const std::string& content) {
+  if (path == "-") {
+    std::cout << content;
+    std::cout.flush();
+    return;
+  }
+  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw InputError({path, 0, 0}, "", "cannot write output file (directory missing or not writable?)");
+    out << content;
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw std::runtime_error("write failed: " + tmp);
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw InputError({path, 0, 0}, "", "cannot replace output file");
+  }
+}
+
+std::string read_whole_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError({path, 0, 0}, "", "cannot open file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace micsim

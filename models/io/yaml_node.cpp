@@ -1,0 +1,179 @@
+#include "models/io/yaml_node.hpp"
+
+#include <cmath>
+#include <fmt/format.h>
+
+namespace micsim {
+
+std::string join_choices(const std::vector<std::string>& choices) {
+  std::string out;
+  for (size_t i = 0; i < choices.size(); ++i) out += (i ? " | " : "") + choices[i];
+  return out;
+}
+
+static SourceLocation mark_location(const std::string& file, const YAML::Mark& m) {
+  if (m.is_null()) return {file, 0, 0};
+  return {file, m.line + 1, m.column + 1};
+}
+
+YamlNode YamlNode::load_string(const std::string& text, const std::string& shown_name) {
+  auto src = std::make_shared<YamlSource>();
+  src->file = shown_name;
+  try {
+    return YamlNode(YAML::Load(text), "", src);
+  } catch (const YAML::Exception& e) {
+    throw InputError(mark_location(shown_name, e.mark), "", "invalid YAML: " + e.msg);
+  }
+}
+
+YamlNode YamlNode::load_file(const std::string& path) {
+  auto src = std::make_shared<YamlSource>();
+  src->file = path;
+  try {
+    return YamlNode(YAML::LoadFile(path), "", src);
+  } catch (const YAML::BadFile&) {
+    throw InputError({path, 0, 0}, "", "cannot open file");
+  } catch (const YAML::Exception& e) {
+    throw InputError(mark_location(path, e.mark), "", "invalid YAML: " + e.msg);
+  }
+}
+
+SourceLocation YamlNode::location() const {
+  // A value that came from --set (or sits under a key that did) is reported as such.
+  if (src_) {
+    for (const auto& [key, text] : src_->overrides) {
+      if (path_ == key || path_.rfind(key + ".", 0) == 0) return {text, 0, 0};
+    }
+  }
+  std::string file = src_ ? src_->file : "";
+  return node_ ? mark_location(file, node_.Mark()) : SourceLocation{file, 0, 0};
+}
+
+void YamlNode::fail(const std::string& expected) const {
+  throw InputError(location(), path_, expected);
+}
+
+std::string YamlNode::child_path(const std::string& key) const {
+  return path_.empty() ? key : path_ + "." + key;
+}
+
+std::string YamlNode::describe_value() const {
+  if (!node_ || node_.IsNull()) return "nothing";
+  if (node_.IsScalar()) return "'" + node_.Scalar() + "'";
+  if (node_.IsMap()) return "a mapping";
+  if (node_.IsSequence()) return "a list";
+  return "an unknown node";
+}
+
+void YamlNode::require_map() const {
+  if (!node_.IsMap()) fail("expected a mapping of keys, got " + describe_value());
+}
+
+bool YamlNode::has(const std::string& key) const {
+  return node_.IsMap() && node_[key] && !node_[key].IsNull();
+}
+
+YamlNode YamlNode::at(const std::string& key) const {
+  require_map();
+  YAML::Node child = node_[key];
+  if (!child || child.IsNull()) {
+    throw InputError(location(), child_path(key), "required key is missing");
+  }
+  return YamlNode(child, child_path(key), src_);
+}
+
+std::optional<YamlNode> YamlNode::get(const std::string& key) const {
+  if (!has(key)) return std::nullopt;
+  return YamlNode(node_[key], child_path(key), src_);
+}
+
+std::vector<std::string> YamlNode::keys() const {
+  std::vector<std::string> out;
+  if (!node_.IsMap()) return out;
+  for (auto it = node_.begin(); it != node_.end(); ++it) out.push_back(it->first.as<std::string>());
+  return out;
+}
+
+std::vector<YamlNode> YamlNode::items() const {
+  if (!node_.IsSequence()) fail("expected a list, got " + describe_value());
+  std::vector<YamlNode> out;
+  for (size_t i = 0; i < node_.size(); ++i)
+    out.emplace_back(node_[i], fmt::format("{}[{}]", path_, i), src_);
+  return out;
+}
+
+void YamlNode::check_keys(const std::vector<std::string>& allowed) const {
+  require_map();
+  for (auto it = node_.begin(); it != node_.end(); ++it) {
+    if (!it->first.IsScalar()) fail("keys must be plain names");
+    std::string key = it->first.Scalar();
+    bool ok = false;
+    for (const auto& a : allowed) ok = ok || a == key;
+    if (ok) continue;
+    std::string hint = closest_match(key, allowed);
+    std::string msg = "unknown key";
+    if (!hint.empty()) msg += fmt::format(" (did you mean '{}'?)", hint);
+    msg += "; allowed: " + join_choices(allowed);
+    YamlNode key_node(it->first, child_path(key), src_);
+    throw InputError(key_node.location(), child_path(key), msg);
+  }
+}
+
+std::string YamlNode::as_string() const {
+  if (!node_ || !node_.IsScalar()) fail("expected a string, got " + describe_value());
+  return node_.Scalar();
+}
+
+bool YamlNode::as_bool() const {
+  if (node_ && node_.IsScalar()) {
+    const std::string& s = node_.Scalar();
+    if (s == "true" || s == "True" || s == "yes" || s == "on") return true;
+    if (s == "false" || s == "False" || s == "no" || s == "off") return false;
+  }
+  fail("expected true or false, got " + describe_value());
+}
+
+double YamlNode::as_double() const {
+  if (!node_ || !node_.IsScalar()) fail("expected a number, got " + describe_value());
+  const std::string& s = node_.Scalar();
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || end == s.c_str() || *end != '\0' || !std::isfinite(v))
+    fail("expected a number, got " + describe_value());
+  return v;
+}
+
+double YamlNode::as_double_in(double lo, double hi) const {
+  double v = as_double();
+  if (v < lo || v > hi) fail(fmt::format("expected a number in [{}, {}], got {}", lo, hi, node_.Scalar()));
+  return v;
+}
+
+double YamlNode::as_positive_double() const {
+  double v = as_double();
+  if (!(v > 0)) fail(fmt::format("expected a number > 0, got {}", node_.Scalar()));
+  return v;
+}
+
+int64_t YamlNode::as_int_in(int64_t lo, int64_t hi) const {
+  if (!node_ || !node_.IsScalar()) fail("expected an integer, got " + describe_value());
+  const std::string& s = node_.Scalar();
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || end == s.c_str() || *end != '\0' || !std::isfinite(v) || v != std::floor(v))
+    fail("expected an integer, got " + describe_value());
+  if (v < double(lo) || v > double(hi))
+    fail(fmt::format("expected an integer in [{}, {}], got {}", lo, hi, s));
+  return static_cast<int64_t>(v);
+}
+
+std::string YamlNode::as_choice(const std::vector<std::string>& choices) const {
+  std::string v = as_string();
+  for (const auto& c : choices)
+    if (c == v) return v;
+  std::string hint = closest_match(v, choices);
+  fail(fmt::format("expected one of {}, got '{}'{}", join_choices(choices), v,
+                   hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint)));
+}
+
+}  // namespace micsim

@@ -1,0 +1,86 @@
+#include "models/memory/memory_model.hpp"
+
+#include <algorithm>
+
+namespace micsim {
+
+double block_activation_bytes(const ModelSpec& m, int64_t b, int64_t s, Precision p, bool flash) {
+  const double e = bytes_per_element(p);
+  const double sb = double(s) * double(b), h = double(m.hidden), f = double(m.ffn), kv = double(m.kv_dim());
+  const double mask = m.dropout ? 1.0 : 0.0;  // dropout masks: one byte per element
+  // Attention: QKV input, Q and K (for QK^T), V, output-projection input, hidden dropout mask.
+  double attention = e * sb * (h + (h + kv) + kv + h) + mask * sb * h;
+  // Scores: softmax output, dropout mask and output (5·a·s²·b bytes in 16-bit); fused kernels keep
+  // only the fp32 log-sum-exp per row.
+  const double sq = double(m.heads) * double(s) * double(s) * double(b);
+  attention += flash ? 4.0 * m.heads * sb : sq * (e + (m.dropout ? e + 1.0 : 0.0));
+  // MLP: input, up output (activation input), activation output; SwiGLU keeps gate, up and product.
+  double mlp = e * sb * (h + (m.gated_mlp() ? 3.0 : 2.0) * f) + mask * sb * h;
+  double norms = 2.0 * e * sb * h;
+  return attention + mlp + norms;
+}
+
+double head_activation_bytes(const ModelSpec& m, int64_t b, int64_t s, Precision p) {
+  const double e = bytes_per_element(p);
+  const double sb = double(s) * double(b);
+  double logits = sb * double(m.vocab) * (e + 4.0);  // logits, then fp32 softmax for the loss
+  double extra = e * sb * m.hidden * (m.encoder_head != EncoderHead::None ? 4.0 : 1.0);  // final norm / MLM transform
+  double embedding = (m.dropout ? 1.0 : 0.0) * sb * m.hidden;  // embedding dropout mask
+  return logits + extra + embedding;
+}
+
+double optimizer_bytes_per_param(Optimizer opt, Precision p) {
+  const double master = p == Precision::FP32 ? 0.0 : 4.0;  // fp32 master weights for mixed precision
+  switch (opt) {
+    case Optimizer::Adam:
+    case Optimizer::Lamb: return master + 8.0;  // first and second moments in fp32
+    case Optimizer::Sgd: return master + 4.0;   // momentum
+  }
+  return master;
+}
+
+MemoryEstimate estimate_memory(const Workload& w, const ShardingSpec& s, const ActivationOptions& a,
+                               Optimizer opt, double capacity) {
+  MemoryEstimate m;
+  const double psi = double(w.params.total);
+  const Precision prec = w.options.precision;
+  const double pe = bytes_per_element(prec);  // parameters and gradients in the training precision
+  m.params_bytes = pe * psi / s.param_shards;
+  m.grads_bytes = pe * psi / s.grad_shards;
+  m.optimizer_bytes = optimizer_bytes_per_param(opt, prec) * psi / s.optimizer_shards;
+  m.model_states_bytes = m.params_bytes + m.grads_bytes + m.optimizer_bytes;
+
+  // Activations of one micro-batch (accumulation frees them between micro-steps).
+  const ModelSpec& md = w.model;
+  const int64_t b = w.options.micro_batch, sl = w.options.seq_len;
+  const double block = block_activation_bytes(md, b, sl, prec, a.flash_attention);
+  const double layer_input = pe * double(sl) * double(b) * md.hidden;
+  m.activations_bytes = head_activation_bytes(md, b, sl, prec) +
+                        (a.checkpointing ? md.layers * layer_input + block : md.layers * block);
+
+  // Buffers. Sharded strategies hold the unit being computed plus the prefetched ones, bounded by
+  // max_live_parameters, and the full gradient of the unit until it is reduce-scattered.
+  double largest_unit = 0, block_params = double(w.params.per_layer);
+  for (const auto& u : w.units) largest_unit = std::max(largest_unit, double(u.gather_params));
+  if (s.gathers_parameters) {
+    double live = largest_unit + s.prefetch_units * block_params;
+    live = std::max(largest_unit, std::min(live, s.max_live_parameters));
+    m.gathered_params_bytes = pe * live;
+  }
+  double bucket = std::min(s.grad_bucket_elements, psi);
+  m.grad_buffer_bytes = pe * std::max(bucket, s.gathers_parameters ? largest_unit : 0.0) * s.grad_buckets_in_flight;
+  // Mixed precision: the optimizer step works on an fp32 copy of the local gradient shard.
+  m.optimizer_temp_bytes = prec == Precision::FP32 ? 0.0 : 4.0 * psi / s.optimizer_shards;
+
+  const double step_peak = m.activations_bytes + m.gathered_params_bytes + m.grad_buffer_bytes;
+  m.buffers_bytes = std::max(m.gathered_params_bytes + m.grad_buffer_bytes, m.optimizer_temp_bytes);
+  m.peak_bytes = m.model_states_bytes + std::max(step_peak, m.optimizer_temp_bytes);
+  m.capacity_bytes = capacity;
+  // Not seen by the framework's allocator: CUDA context and library workspaces (~1 GiB) and
+  // allocator fragmentation (5 % of capacity).
+  m.reserve_bytes = 1024.0 * 1024.0 * 1024.0 + 0.05 * capacity;
+  m.fits = m.peak_bytes <= capacity - m.reserve_bytes;
+  return m;
+}
+
+}  // namespace micsim

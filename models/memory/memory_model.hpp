@@ -1,0 +1,55 @@
+#pragma once
+// Bytes per GPU for one training step: model states (sharded as the strategy says), the buffers a
+// sharded step needs (gathered parameters, gradient buckets, the optimizer's fp32 gradient copy),
+// activations (with or without per-layer checkpointing), and a runtime reserve. Pure function of its
+// inputs, so every term can be checked against its formula.
+#include <string>
+
+#include "models/compute/compute_model.hpp"
+#include "models/workload/workload.hpp"
+
+namespace micsim {
+
+// How a strategy spreads model states and what it keeps in flight. Filled in by sim/strategy.
+struct ShardingSpec {
+  int param_shards = 1;           // parameters split over this many GPUs (ZeRO-3: N, MiCS: p)
+  int grad_shards = 1;
+  int optimizer_shards = 1;
+  bool gathers_parameters = false;// parameters gathered per unit before use (ZeRO-3, MiCS, FSDP)
+  int prefetch_units = 1;         // units gathered ahead of the one computing
+  double max_live_parameters = 1e9;   // DeepSpeed stage3_max_live_parameters (elements)
+  double grad_bucket_elements = 5e8;  // gradient elements buffered before a reduction
+  int grad_buckets_in_flight = 1;
+};
+
+struct MemoryEstimate {
+  double params_bytes = 0, grads_bytes = 0, optimizer_bytes = 0;
+  double model_states_bytes = 0;
+  double activations_bytes = 0;
+  double gathered_params_bytes = 0, grad_buffer_bytes = 0, optimizer_temp_bytes = 0;
+  double buffers_bytes = 0;        // gathered params + gradient buffers (the step's peak), or the optimizer temp
+  double peak_bytes = 0;           // what the framework allocates at its peak
+  double capacity_bytes = 0;       // GPU memory
+  double reserve_bytes = 0;        // CUDA context, cuBLAS/NCCL workspaces, allocator fragmentation
+  bool fits = false;
+  double headroom_bytes() const { return capacity_bytes - reserve_bytes - peak_bytes; }
+};
+
+struct ActivationOptions {
+  bool checkpointing = false;     // full per-layer recomputation: keep each layer's input only
+  bool flash_attention = false;
+};
+
+// Bytes of stored activations for one transformer block and one micro-batch (Korthikanti et al. 2022,
+// arXiv 2205.05198, generalised to GQA, SwiGLU, any FFN width, no dropout and fused attention).
+double block_activation_bytes(const ModelSpec& m, int64_t micro_batch, int64_t seq_len, Precision p, bool flash);
+// Bytes kept for the embedding and head (logits in 16-bit plus the fp32 softmax of the loss).
+double head_activation_bytes(const ModelSpec& m, int64_t micro_batch, int64_t seq_len, Precision p);
+
+// Bytes per parameter of optimizer state (fp32 master copy when mixed precision, plus moments).
+double optimizer_bytes_per_param(Optimizer opt, Precision p);
+
+MemoryEstimate estimate_memory(const Workload& w, const ShardingSpec& s, const ActivationOptions& a,
+                               Optimizer opt, double gpu_capacity_bytes);
+
+}  // namespace micsim

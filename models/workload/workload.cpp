@@ -1,0 +1,118 @@
+#include "models/workload/workload.hpp"
+
+namespace micsim {
+
+double PassWork::flops() const {
+  double f = attention_flops;
+  for (const auto& g : gemms) f += g.flops();
+  return f;
+}
+
+double Workload::forward_flops() const {
+  double f = 0;
+  for (const auto& u : units) f += u.forward.flops();
+  return f;
+}
+double Workload::backward_flops() const {
+  double f = 0;
+  for (const auto& u : units) f += u.backward.flops();
+  return f;
+}
+
+// Backward of Y[m x n] = X[m x k]·W[k x n]: dX = dY·W^T (m x k over n) and dW = X^T·dY (k x n over m).
+static void add_backward_gemms(const std::vector<Gemm>& fwd, std::vector<Gemm>& bwd) {
+  for (const auto& g : fwd) {
+    bwd.push_back({g.m, g.k, g.n, g.batch});
+    bwd.push_back({g.k, g.n, g.m, g.batch});
+  }
+}
+
+static PassWork block_forward(const ModelSpec& m, const WorkloadOptions& o) {
+  const int64_t T = o.micro_batch * o.seq_len, h = m.hidden, f = m.ffn, s = o.seq_len;
+  const double e = bytes_per_element(o.precision);
+  PassWork w;
+  w.gemms.push_back({T, h + 2 * m.kv_dim(), h});             // fused QKV projection
+  w.gemms.push_back({T, h, h});                              // attention output projection
+  w.gemms.push_back({T, (m.gated_mlp() ? 2 : 1) * f, h});    // MLP up (+ gate)
+  w.gemms.push_back({T, h, f});                              // MLP down
+  // QK^T and P·V: 2·(2·s·s·head_dim) per head and sequence = 4·T·s·h (non-causal count).
+  w.attention_flops = 4.0 * double(T) * double(s) * double(h);
+  // Memory-bound traffic (read + write, element bytes): two norms (2·2Th), two residual adds (2·3Th),
+  // bias+activation over the FFN (2Tf, SwiGLU 3Tf), dropout on two hidden tensors (2·2Th + masks).
+  double per_token = 4 * h + 6 * h + (m.gated_mlp() ? 3 : 2) * f + (m.dropout ? 5 * h : 0);
+  w.elementwise_bytes = e * double(T) * per_token;
+  if (!o.flash_attention) {
+    // Scores written, softmax read+write, dropout read+write (+1-byte mask), probabilities read by P·V.
+    double sq = double(o.micro_batch) * m.heads * double(s) * double(s);
+    w.elementwise_bytes += sq * (e * (m.dropout ? 6 : 4) + (m.dropout ? 1 : 0));
+  }
+  w.kernels = o.flash_attention ? 12 : 16;
+  return w;
+}
+
+static PassWork backward_of(const PassWork& fwd, bool flash) {
+  PassWork b;
+  add_backward_gemms(fwd.gemms, b.gemms);
+  // Attention backward does twice the forward matmul work (dQ, dK, dV, dP); FlashAttention also
+  // recomputes the scores (counted in compute cost as extra time, not as model FLOPs).
+  b.attention_flops = 2.0 * fwd.attention_flops;
+  b.elementwise_bytes = 2.0 * fwd.elementwise_bytes;
+  b.kernels = 2 * fwd.kernels;
+  return b;
+}
+
+Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt) {
+  Workload w;
+  w.model = model;
+  w.params = count_params(model);
+  w.options = opt;
+  const int64_t T = opt.micro_batch * opt.seq_len, h = model.hidden;
+  const double e = bytes_per_element(opt.precision);
+
+  UnitWork emb;
+  emb.kind = UnitKind::Embedding;
+  emb.params = emb.gather_params = w.params.embedding;
+  emb.forward.elementwise_bytes = e * double(T) * h * (model.max_position > 0 ? 4 : 2) + (model.arch == Arch::Bert ? 4 * e * T * h : 0);
+  emb.forward.kernels = 4;
+  emb.backward.elementwise_bytes = 2 * emb.forward.elementwise_bytes;
+  emb.backward.kernels = 4;
+  w.units.push_back(emb);
+
+  PassWork bf = block_forward(model, opt);
+  PassWork bb = backward_of(bf, opt.flash_attention);
+  for (int l = 0; l < model.layers; ++l) {
+    UnitWork u;
+    u.kind = UnitKind::Block;
+    u.params = u.gather_params = w.params.per_layer;
+    u.forward = bf;
+    u.backward = bb;
+    w.units.push_back(u);
+  }
+
+  UnitWork head;
+  head.kind = UnitKind::Head;
+  head.params = w.params.head;
+  // The logits GEMM needs the (tied) word embedding gathered again.
+  head.gather_params = w.params.head + (model.tied_embeddings ? model.vocab * h : 0);
+  if (model.encoder_head != EncoderHead::None) head.forward.gemms.push_back({T, h, h});  // MLM transform
+  head.forward.gemms.push_back({T, model.vocab, h});                                       // logits
+  // Final norm, and the loss: logits read in 16-bit, softmax in fp32 (read+write), gradient written.
+  head.forward.elementwise_bytes = 4 * e * T * h + double(T) * model.vocab * (e + 8);
+  head.forward.kernels = 6;
+  head.backward = backward_of(head.forward, false);
+  w.units.push_back(head);
+
+  for (size_t i = 0; i < w.units.size(); ++i) w.units[i].index = static_cast<int>(i);
+  return w;
+}
+
+double model_flops_per_token(const ModelSpec& m, const ParamCounts& p, int64_t seq_len) {
+  return 6.0 * double(p.total) + 12.0 * m.layers * double(m.hidden) * double(seq_len);
+}
+
+double hardware_flops_per_token(const ModelSpec& m, const ParamCounts& p, int64_t seq_len, bool recompute) {
+  if (!recompute) return model_flops_per_token(m, p, seq_len);
+  return 8.0 * double(p.total) + 16.0 * m.layers * double(m.hidden) * double(seq_len);
+}
+
+}  // namespace micsim

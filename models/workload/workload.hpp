@@ -1,0 +1,64 @@
+#pragma once
+// The work of one micro-step, per sharding unit: embedding, each transformer block, the head.
+// Each unit lists its forward and backward GEMM shapes, attention FLOPs and memory-bound bytes;
+// compute cost (models/compute) turns those into seconds.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/hardware/hardware.hpp"
+#include "models/workload/model_spec.hpp"
+
+namespace micsim {
+
+struct Gemm {
+  int64_t m = 0, n = 0, k = 0;  // C[m x n] = A[m x k] * B[k x n]
+  int64_t batch = 1;
+  double flops() const { return 2.0 * double(m) * double(n) * double(k) * double(batch); }
+};
+
+struct PassWork {
+  std::vector<Gemm> gemms;        // dense weight GEMMs
+  double attention_flops = 0;     // QK^T and softmax·V (run by attention kernels)
+  double elementwise_bytes = 0;   // norms, activations, softmax, dropout, residuals (HBM traffic)
+  int kernels = 0;                // kernel launches (fixed overhead each)
+  double flops() const;
+};
+
+enum class UnitKind { Embedding, Block, Head };
+
+struct UnitWork {
+  UnitKind kind = UnitKind::Block;
+  int index = 0;                 // position in the unit list
+  int64_t params = 0;            // parameters owned (sharded, reduced, updated)
+  int64_t gather_params = 0;     // parameters needed whole for this unit's compute (adds tied weights)
+  PassWork forward;
+  PassWork backward;             // excludes recompute; recompute = forward again
+};
+
+struct WorkloadOptions {
+  int64_t micro_batch = 1;       // sequences
+  int64_t seq_len = 1;
+  Precision precision = Precision::FP16;
+  bool flash_attention = false;  // fused attention: no s x s matrices in HBM
+};
+
+struct Workload {
+  ModelSpec model;
+  ParamCounts params;
+  WorkloadOptions options;
+  std::vector<UnitWork> units;   // [embedding, block 0..L-1, head]
+  int64_t tokens_per_micro_step() const { return options.micro_batch * options.seq_len; }
+  double forward_flops() const;  // sum over units, one micro-step
+  double backward_flops() const;
+};
+
+Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt);
+
+// FLOP conventions for reporting (../shared/reference/nccl-and-compute.md §4.3):
+// model FLOPs per token = 6·N + 12·L·h·s (PaLM / llm-foundry: attention counted non-causal, no recompute);
+// with full activation recomputation the hardware does 8·N + 16·L·h·s.
+double model_flops_per_token(const ModelSpec& m, const ParamCounts& p, int64_t seq_len);
+double hardware_flops_per_token(const ModelSpec& m, const ParamCounts& p, int64_t seq_len, bool recompute);
+
+}  // namespace micsim

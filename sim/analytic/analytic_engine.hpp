@@ -1,0 +1,32 @@
+#pragma once
+// The analytic engine: executes the task graph once, in creation order, with analytic costs.
+// A task starts when its stream is free, its dependencies are done and, for a collective, the tiers it
+// occupies (NVLink, NICs) are free: collectives on the same links take turns (their bytes add up),
+// collectives on different tiers overlap. No contention between GPUs beyond what the collective
+// model already includes (NIC sharing inside a node); that is the SimGrid engine's job.
+#include <vector>
+
+#include "sim/costs/op_costs.hpp"
+#include "sim/schedule/task_graph.hpp"
+
+namespace micsim {
+
+struct TaskTiming {
+  double start = 0, end = 0;
+};
+
+struct StepTimeline {
+  double iteration_time_s = 0;
+  double compute_s = 0;        // busy time of the compute stream
+  double exposed_comm_s = 0;   // communication not hidden behind compute
+  double idle_s = 0;           // neither
+  std::vector<TaskTiming> tasks;  // per task, same order as the graph
+};
+
+StepTimeline run_analytic(const TaskGraph& g, const OpCosts& costs);
+
+// Splits a step into compute, exposed communication and idle, from per-task times (shared with the
+// SimGrid engine so both report the same way).
+void summarize_timeline(const TaskGraph& g, StepTimeline& t);
+
+}  // namespace micsim

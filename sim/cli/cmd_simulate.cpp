@@ -1,0 +1,50 @@
+// micsim simulate SCENARIO [--engine analytic|simgrid] [--set key=value]... [--json FILE] [--trace FILE]
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+
+#include "models/io/atomic_file.hpp"
+#include "sim/cli/commands.hpp"
+#include "sim/report/report.hpp"
+#include "sim/simulation.hpp"
+
+namespace micsim::cli {
+
+void write_output(const std::string& path, const std::string& text) { write_file_atomically(path, text); }
+
+Runner add_simulate(CLI::App& app) {
+  struct Opts {
+    std::string scenario, engine, json, trace;
+    std::vector<std::string> sets;
+    bool quiet = false;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* cmd = app.add_subcommand("simulate", "Simulate one training step of a scenario");
+  cmd->add_option("scenario", o->scenario, "Scenario YAML file")->required();
+  cmd->add_option("--engine", o->engine, "analytic (default) or simgrid; overrides the scenario's engine:")
+      ->check(CLI::IsMember({"analytic", "simgrid"}));
+  cmd->add_option("--set", o->sets, "Override a scenario key: --set cluster.nodes=16 (repeatable)");
+  cmd->add_option("--json", o->json, "Write the result as JSON to FILE ('-' for stdout)");
+  cmd->add_option("--trace", o->trace, "Write a Chrome/Perfetto trace of the step to FILE");
+  cmd->add_flag("--quiet,-q", o->quiet, "Do not print the summary");
+  return [cmd, o]() -> int {
+    (void)cmd;
+    Scenario sc = load_scenario(o->scenario, o->sets);
+    for (const auto& w : sc.warnings) std::cerr << "micsim: warning: " << w << "\n";
+    EngineKind engine = sc.engine;
+    if (!o->engine.empty()) engine = o->engine == "analytic" ? EngineKind::Analytic : EngineKind::SimGrid;
+    if (engine == EngineKind::SimGrid)
+      throw InputError({o->engine.empty() ? o->scenario : "--engine", 0, 0}, "engine",
+                       "the simgrid engine is not built into this version; use --engine analytic");
+    if (!o->trace.empty())
+      throw InputError({"--trace", 0, 0}, "", "traces come from the simgrid engine, which this version lacks");
+    PreparedSimulation prep = prepare_simulation(sc);
+    SimulationResult r = simulate_analytic(prep);
+    if (!o->json.empty()) write_output(o->json, to_json(r).dump(2) + "\n");
+    if (!o->quiet && o->json != "-") std::cout << format_summary(r);
+    return 0;
+  };
+}
+
+}  // namespace micsim::cli

@@ -1,0 +1,38 @@
+#include "sim/costs/op_costs.hpp"
+
+namespace micsim {
+
+OpCosts cost_operations(const TaskGraph& g, const Workload& w, const ParallelLayout& l, const ComputeModel& compute,
+                        const CollectiveModel& collectives, bool flash, Optimizer optimizer) {
+  OpCosts c;
+  for (const auto& op : g.compute_ops) {
+    double t = 0;
+    switch (op.pass) {
+      case TaskKind::Forward:
+      case TaskKind::Recompute: t = compute.pass_time(w.units[op.unit].forward, false, flash); break;
+      case TaskKind::Backward: t = compute.pass_time(w.units[op.unit].backward, true, flash); break;
+      case TaskKind::Optimizer: t = compute.optimizer_time(op.params, optimizer); break;
+      case TaskKind::ParamGatherCopy: t = compute.copy_time(double(op.params)); break;
+      default: break;
+    }
+    c.compute_s.push_back(t);
+  }
+  for (const auto& op : g.comm_ops) {
+    GroupLayout layout = group_layout(op.group, l);
+    CommCost cc;
+    cc.estimate = collectives.estimate(op.op, op.bytes / op.coalesced, layout);
+    // A coalesced group call of k equal collectives: k latencies, k times the bytes.
+    cc.time_s = cc.estimate.time_s * op.coalesced;
+    cc.estimate.bytes = op.bytes;
+    cc.estimate.time_s = cc.time_s;
+    cc.estimate.latency_s *= op.coalesced;
+    cc.estimate.intra_bytes_per_gpu *= op.coalesced;
+    cc.estimate.inter_bytes_per_node *= op.coalesced;
+    cc.uses_intra = cc.estimate.intra_bytes_per_gpu > 0;
+    cc.uses_inter = cc.estimate.inter_bytes_per_node > 0;
+    c.comm.push_back(cc);
+  }
+  return c;
+}
+
+}  // namespace micsim

@@ -1,0 +1,63 @@
+#pragma once
+// A scenario: the cluster, the model, how it is trained, and with which strategy. Loaded from YAML
+// (keys are a contract, see README "Scenario reference"), with `--set key.path=value` overrides.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/calibration/calibration.hpp"
+#include "models/compute/compute_model.hpp"
+#include "models/hardware/hardware.hpp"
+#include "models/workload/model_spec.hpp"
+#include "sim/strategy/strategy.hpp"
+
+namespace micsim {
+
+enum class EngineKind { Analytic, SimGrid };
+const char* to_string(EngineKind e);
+
+struct FabricOptions {
+  double oversubscription = 1.0;   // leaf-to-spine oversubscription of the fat tree (>= 1)
+};
+
+struct ClusterSpec {
+  InstanceSpec instance;
+  int nodes = 1;
+  FabricOptions fabric;
+  int world_size() const { return nodes * instance.gpus_per_node; }
+};
+
+struct TrainingSpec {
+  int64_t seq_len = 512;
+  int64_t micro_batch = 1;
+  int64_t global_batch = 1;
+  Precision precision = Precision::FP16;
+  bool activation_checkpointing = false;
+  Optimizer optimizer = Optimizer::Adam;
+  bool flash_attention = false;   // default: true on Ampere and newer, false on Volta
+};
+
+struct Scenario {
+  std::string name;
+  std::string file;                // where it was loaded from ("" for built in code)
+  ClusterSpec cluster;
+  ModelSpec model;
+  TrainingSpec training;
+  StrategySpec strategy;
+  EngineKind engine = EngineKind::Analytic;
+  Calibration calibration;         // empty when none
+  std::vector<std::string> warnings;  // keys ignored for this strategy, etc.
+
+  int world_size() const { return cluster.world_size(); }
+  int64_t grad_accumulation_steps() const { return training.global_batch / (training.micro_batch * world_size()); }
+};
+
+// Loads and validates a scenario; every error is an InputError (file:line:col, key, expectation).
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
+Scenario parse_scenario_text(const std::string& yaml, const std::string& shown_name,
+                             const std::vector<std::string>& overrides = {});
+
+// Applies "key.path=value" overrides to a YAML tree; records them so errors point at "--set ...".
+void apply_overrides(YAML::Node& root, const std::vector<std::string>& overrides, YamlSource& src);
+
+}  // namespace micsim

@@ -1,0 +1,233 @@
+#include <fmt/format.h>
+
+#include <filesystem>
+
+#include "models/hardware/catalog.hpp"
+#include "models/io/atomic_file.hpp"
+#include "sim/scenario/scenario.hpp"
+
+namespace micsim {
+
+const char* to_string(EngineKind e) { return e == EngineKind::Analytic ? "analytic" : "simgrid"; }
+
+namespace {
+
+std::string resolve_relative(const std::string& base_file, const std::string& path) {
+  namespace fs = std::filesystem;
+  if (path.empty() || fs::path(path).is_absolute() || base_file.empty() || base_file.rfind("--set", 0) == 0)
+    return path;
+  fs::path candidate = fs::path(base_file).parent_path() / path;
+  if (fs::exists(candidate) || !fs::exists(path)) return candidate.lexically_normal().string();
+  return path;
+}
+
+ClusterSpec parse_cluster(const YamlNode& n) {
+  n.check_keys({"instance", "nodes", "fabric"});
+  ClusterSpec c;
+  const auto& cat = HardwareCatalog::builtin();
+  YamlNode inst = n.at("instance");
+  if (inst.is_map()) {
+    c.instance = cat.parse_instance(inst, "inline-instance");
+  } else {
+    std::string name = inst.as_string();
+    const InstanceSpec* spec = cat.find_instance(name);
+    if (!spec) {
+      std::string hint = closest_match(name, cat.instance_names());
+      inst.fail(fmt::format("unknown instance '{}'{}; known: {}", name,
+                            hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint),
+                            join_choices(cat.instance_names())));
+    }
+    c.instance = *spec;
+  }
+  c.nodes = static_cast<int>(n.at("nodes").as_int_in(1, 1 << 20));
+  if (auto f = n.get("fabric")) {
+    f->check_keys({"oversubscription"});
+    if (auto o = f->get("oversubscription")) c.fabric.oversubscription = o->as_double_in(1.0, 1024.0);
+  }
+  return c;
+}
+
+const std::vector<std::string> kInlineModelKeys = {"arch", "layers", "hidden", "heads", "kv_heads", "ffn", "vocab",
+                                                   "max_position", "type_vocab", "tied_embeddings", "encoder_head",
+                                                   "dropout", "biases", "source"};
+
+ModelSpec parse_model(const YamlNode& n) {
+  auto preset_named = [](const YamlNode& node) {
+    std::string name = node.as_string();
+    const ModelSpec* m = find_model_preset(name);
+    if (!m) {
+      std::string hint = closest_match(name, model_preset_names());
+      node.fail(fmt::format("unknown model preset '{}'{}; known: {}", name,
+                            hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint),
+                            join_choices(model_preset_names())));
+    }
+    return *m;
+  };
+  if (n.is_scalar()) return preset_named(n);
+  std::vector<std::string> allowed = kInlineModelKeys;
+  allowed.push_back("preset");
+  allowed.push_back("hf_config");
+  n.check_keys(allowed);
+  if (n.has("preset") && n.has("hf_config")) n.at("hf_config").fail("give either preset or hf_config, not both");
+  if (!n.has("preset") && !n.has("hf_config")) return parse_model_mapping(n, "inline-model");
+
+  ModelSpec m = n.has("preset") ? preset_named(n.at("preset"))
+                                : load_hf_config(resolve_relative(n.at("hf_config").location().file,
+                                                                  n.at("hf_config").as_string()));
+  // Inline keys next to a preset or HF config adjust it (what-if: `--set model.layers=64`).
+  bool adjusted = false;
+  for (const auto& key : kInlineModelKeys) {
+    if (!n.has(key)) continue;
+    adjusted = true;
+    if (key == "arch") n.at(key).fail("the architecture of a preset or HF config cannot be changed");
+    if (key == "source") continue;
+    auto v = n.at(key);
+    if (key == "layers") m.layers = static_cast<int>(v.as_int_in(1, 100000));
+    else if (key == "hidden") m.hidden = v.as_int_in(1, 1 << 20);
+    else if (key == "heads") m.heads = static_cast<int>(v.as_int_in(1, 1 << 16));
+    else if (key == "kv_heads") m.kv_heads = static_cast<int>(v.as_int_in(1, 1 << 16));
+    else if (key == "ffn") m.ffn = v.as_int_in(1, 1 << 24);
+    else if (key == "vocab") m.vocab = v.as_int_in(1, 1 << 24);
+    else if (key == "max_position") m.max_position = v.as_int_in(0, 1 << 24);
+    else if (key == "type_vocab") m.type_vocab = static_cast<int>(v.as_int_in(0, 1 << 16));
+    else if (key == "tied_embeddings") m.tied_embeddings = v.as_bool();
+    else if (key == "dropout") m.dropout = v.as_bool();
+    else if (key == "biases") m.biases = v.as_bool();
+    else if (key == "encoder_head") {
+      if (m.arch != Arch::Bert) v.fail("encoder_head applies to arch: bert only");
+      std::string h = v.as_choice({"mlm+nsp", "mlm", "none"});
+      m.encoder_head = h == "mlm+nsp" ? EncoderHead::MlmNsp : h == "mlm" ? EncoderHead::Mlm : EncoderHead::None;
+    }
+  }
+  if (adjusted) {
+    validate_model(m, n);
+    m.name += " (adjusted)";
+  }
+  return m;
+}
+
+TrainingSpec parse_training(const YamlNode& n, const GpuSpec& gpu) {
+  n.check_keys({"seq_len", "micro_batch", "global_batch", "precision", "activation_checkpointing", "optimizer",
+                "flash_attention"});
+  TrainingSpec t;
+  t.seq_len = n.at("seq_len").as_int_in(1, 1 << 22);
+  t.micro_batch = n.at("micro_batch").as_int_in(1, 1 << 20);
+  t.global_batch = n.at("global_batch").as_int_in(1, int64_t(1) << 40);
+  if (auto p = n.get("precision")) {
+    std::string s = p->as_choice({"fp16", "bf16", "fp32"});
+    t.precision = s == "fp16" ? Precision::FP16 : s == "bf16" ? Precision::BF16 : Precision::FP32;
+    if (!gpu.supports(t.precision))
+      p->fail(fmt::format("{} is not supported by {} (supported: {})", s, gpu.name,
+                          gpu.supports(Precision::BF16) ? "fp16 | bf16 | fp32" : "fp16 | fp32"));
+  }
+  if (auto a = n.get("activation_checkpointing")) t.activation_checkpointing = a->as_bool();
+  if (auto o = n.get("optimizer")) {
+    std::string s = o->as_choice({"adam", "lamb", "sgd"});
+    t.optimizer = s == "adam" ? Optimizer::Adam : s == "lamb" ? Optimizer::Lamb : Optimizer::Sgd;
+  }
+  // FlashAttention needs Ampere or newer; it is what current stacks use there.
+  t.flash_attention = gpu.arch >= GpuArch::Ampere;
+  if (auto f = n.get("flash_attention")) {
+    t.flash_attention = f->as_bool();
+    if (t.flash_attention && gpu.arch < GpuArch::Ampere)
+      f->fail(fmt::format("FlashAttention needs an Ampere or newer GPU; {} is {}", gpu.name, to_string(gpu.arch)));
+  }
+  return t;
+}
+
+StrategySpec parse_strategy(const YamlNode& n, const ClusterSpec& c, std::vector<std::string>& warnings) {
+  n.check_keys({"kind", "partition_size", "hierarchical_allgather", "two_hop_sync", "reduce_bucket_size",
+                "prefetch_bucket_size", "max_live_parameters"});
+  StrategySpec s;
+  YamlNode kind = n.at("kind");
+  s.kind = *parse_strategy_kind(kind.as_choice(strategy_kind_names()));
+  const bool grouped = s.kind == StrategyKind::MiCS || s.kind == StrategyKind::HSDP;
+  const int world = c.world_size(), g = c.instance.gpus_per_node;
+  auto ignored = [&](const YamlNode& node, const char* applies) {
+    warnings.push_back(fmt::format("{}: {}: ignored under strategy.kind {} (applies to {})", node.location().str(),
+                                   node.path(), to_string(s.kind), applies));
+  };
+  s.two_hop_sync = s.kind == StrategyKind::MiCS;  // FSDP1 HYBRID_SHARD all-reduces every micro-step
+  if (auto p = n.get("partition_size")) {
+    if (!grouped) {
+      ignored(*p, "mics, hsdp");
+    } else {
+      int64_t v = p->as_int_in(1, world);
+      if (world % v != 0) p->fail(fmt::format("expected a divisor of the world size {} ({} nodes x {} GPUs), got {}", world, c.nodes, g, v));
+      if (v < g && g % v != 0) p->fail(fmt::format("a partition group inside a node must divide its {} GPUs, got {}", g, v));
+      if (v > g && v % g != 0) p->fail(fmt::format("a partition group spanning nodes must be a multiple of {} GPUs per node, got {}", g, v));
+      s.partition_size = static_cast<int>(v);
+    }
+  }
+  if (auto h = n.get("hierarchical_allgather")) {
+    if (s.kind != StrategyKind::MiCS) ignored(*h, "mics");
+    else s.hierarchical_allgather = h->as_bool();
+  }
+  if (auto t = n.get("two_hop_sync")) {
+    if (!grouped) ignored(*t, "mics, hsdp");
+    else s.two_hop_sync = t->as_bool();
+  }
+  if (s.kind == StrategyKind::DDP) s.reduce_bucket_elements = 25e6 / 2;  // PyTorch DDP bucket_cap_mb = 25 (fp16 elements)
+  if (auto v = n.get("reduce_bucket_size")) s.reduce_bucket_elements = v->as_double_in(1e3, 1e12);
+  if (auto v = n.get("prefetch_bucket_size")) s.prefetch_bucket_elements = v->as_double_in(0, 1e12);
+  if (auto v = n.get("max_live_parameters")) s.max_live_parameters = v->as_double_in(1, 1e13);
+  return s;
+}
+
+Scenario parse_scenario(const YamlNode& root) {
+  root.check_keys({"name", "cluster", "model", "training", "strategy", "engine", "calibration", "plan"});
+  Scenario sc;
+  sc.file = root.source() ? root.source()->file : "";
+  if (auto n = root.get("name")) sc.name = n->as_string();
+  sc.cluster = parse_cluster(root.at("cluster"));
+  sc.model = parse_model(root.at("model"));
+  YamlNode training = root.at("training");
+  sc.training = parse_training(training, sc.cluster.instance.gpu);
+  sc.strategy = parse_strategy(root.at("strategy"), sc.cluster, sc.warnings);
+  if (auto e = root.get("engine"))
+    sc.engine = e->as_choice({"analytic", "simgrid"}) == "analytic" ? EngineKind::Analytic : EngineKind::SimGrid;
+  if (auto c = root.get("calibration")) {
+    std::string path = resolve_relative(c->location().file, c->as_string());
+    if (!std::filesystem::exists(path)) c->fail(fmt::format("calibration file '{}' does not exist", path));
+    sc.calibration = load_calibration(path);
+  }
+
+  // Cross-field checks, reported at the key the user has to change.
+  const int64_t world = sc.world_size();
+  const int64_t per_step = sc.training.micro_batch * world;
+  if (sc.training.global_batch % per_step != 0) {
+    training.at("global_batch").fail(fmt::format(
+        "expected a multiple of micro_batch x data-parallel size = {} x {} = {}, got {}", sc.training.micro_batch,
+        world, per_step, sc.training.global_batch));
+  }
+  if (sc.model.max_position > 0 && sc.training.seq_len > sc.model.max_position) {
+    training.at("seq_len").fail(fmt::format("the model has {} learned positions; seq_len {} does not fit",
+                                            sc.model.max_position, sc.training.seq_len));
+  }
+  if (sc.name.empty())
+    sc.name = fmt::format("{}-{}-{}x{}", sc.model.name, to_string(sc.strategy.kind), sc.cluster.nodes,
+                          sc.cluster.instance.name);
+  return sc;
+}
+
+Scenario parse_with_overrides(YAML::Node tree, std::shared_ptr<YamlSource> src, const std::vector<std::string>& overrides) {
+  apply_overrides(tree, overrides, *src);
+  return parse_scenario(YamlNode(tree, "", src));
+}
+
+}  // namespace
+
+Scenario parse_scenario_text(const std::string& yaml, const std::string& shown_name,
+                             const std::vector<std::string>& overrides) {
+  YamlNode doc = YamlNode::load_string(yaml, shown_name);
+  auto src = std::make_shared<YamlSource>(*doc.source());
+  YAML::Node tree = doc.raw();
+  if (tree.IsNull()) tree = YAML::Node(YAML::NodeType::Map);
+  return parse_with_overrides(tree, src, overrides);
+}
+
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+  return parse_scenario_text(read_whole_file(path), path, overrides);
+}
+
+}  // namespace micsim

@@ -1,0 +1,75 @@
+#pragma once
+// The task graph of one training step for one representative GPU: what runs on which stream and
+// after what. Engines decide how long each task takes (analytic costs, or SimGrid flows) and when
+// it runs; the graph itself holds no time.
+//
+// Streams: compute (forward, backward, recompute, optimizer), gather (parameter all-gathers, issued
+// ahead of use: prefetch) and reduce (gradient reduce-scatter / all-reduce). Tasks on one stream run
+// in creation order, as CUDA streams do; a task also waits for its dependencies.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/collective/collective.hpp"
+#include "models/workload/workload.hpp"
+
+namespace micsim {
+
+enum class StreamId : uint8_t { Compute = 0, Gather = 1, Reduce = 2 };
+constexpr int kStreamCount = 3;
+const char* to_string(StreamId s);
+
+enum class TaskKind : uint8_t {
+  Forward, Backward, Recompute, Optimizer,                 // compute
+  ParamAllGather,                                          // flat all-gather in the partition group
+  ParamGatherInter, ParamGatherCopy, ParamGatherIntra,     // MiCS hierarchical all-gather, 3 steps
+  GradReduceScatter,                                       // hop 1 (or ZeRO-2/3 over all GPUs)
+  GradAllReduce,                                           // hop 2 (replication group) or DDP
+  ParamAllGatherAfterStep,                                 // ZeRO-1/2: gather updated parameters
+};
+const char* to_string(TaskKind k);
+bool is_compute(TaskKind k);
+
+// Which communicator a collective runs on.
+enum class GroupKind : uint8_t { World, Partition, Replication, InterNode, IntraNode };
+const char* to_string(GroupKind g);
+
+struct CommOp {
+  CollectiveOp op = CollectiveOp::AllGather;
+  GroupKind group = GroupKind::Partition;
+  double bytes = 0;        // nccl-tests convention (whole gathered buffer / whole input / buffer)
+  int coalesced = 1;       // sub-operations issued in one group call (hierarchical step 3: k)
+  bool operator==(const CommOp& o) const {
+    return op == o.op && group == o.group && bytes == o.bytes && coalesced == o.coalesced;
+  }
+};
+
+struct ComputeOp {
+  TaskKind pass = TaskKind::Forward;
+  int unit = 0;            // workload unit index (Forward/Backward/Recompute)
+  int64_t params = 0;      // Optimizer: local parameters updated; Copy: bytes copied
+  bool operator==(const ComputeOp& o) const { return pass == o.pass && unit == o.unit && params == o.params; }
+};
+
+struct Task {
+  TaskKind kind;
+  StreamId stream;
+  int32_t unit;            // workload unit (-1 if none)
+  int32_t micro_step;
+  uint32_t deps_begin, deps_end;  // range in TaskGraph::deps
+  uint32_t op;             // index into compute_ops or comm_ops (by is_compute(kind))
+};
+
+struct TaskGraph {
+  std::vector<Task> tasks;
+  std::vector<uint32_t> deps;
+  std::vector<ComputeOp> compute_ops;   // unique compute operations (blocks share one)
+  std::vector<CommOp> comm_ops;         // unique collectives
+  int micro_steps = 1;
+  int units = 0;
+
+  const Task& operator[](size_t i) const { return tasks[i]; }
+  size_t size() const { return tasks.size(); }
+};
+
+}  // namespace micsim

@@ -1,0 +1,116 @@
+#include "sim/simulation.hpp"
+
+#include <fmt/format.h>
+
+#include <map>
+
+namespace micsim {
+
+PreparedSimulation prepare_simulation(const Scenario& sc) {
+  PreparedSimulation p;
+  p.scenario = sc;
+  WorkloadOptions wo;
+  wo.micro_batch = sc.training.micro_batch;
+  wo.seq_len = sc.training.seq_len;
+  wo.precision = sc.training.precision;
+  wo.flash_attention = sc.training.flash_attention;
+  p.workload = build_workload(sc.model, wo);
+  p.layout = make_layout(sc.strategy, sc.cluster.nodes, sc.cluster.instance.gpus_per_node);
+  p.sharding = make_sharding(sc.strategy, p.layout, p.workload);
+  p.memory = estimate_memory(p.workload, p.sharding, {sc.training.activation_checkpointing, sc.training.flash_attention},
+                             sc.training.optimizer, sc.cluster.instance.gpu.memory_bytes);
+  p.network = NetworkParams::from_instance(sc.cluster.instance);
+  sc.calibration.apply(p.network);
+  p.compute_calibration = ComputeCalibration::defaults_for(sc.cluster.instance.gpu);
+  sc.calibration.apply(p.compute_calibration);
+
+  ScheduleInputs in;
+  in.workload = &p.workload;
+  in.strategy = sc.strategy;
+  in.layout = p.layout;
+  in.sharding = p.sharding;
+  in.micro_steps = static_cast<int>(sc.grad_accumulation_steps());
+  in.recompute = sc.training.activation_checkpointing;
+  p.graph = build_schedule(in);
+
+  ComputeModel compute(sc.cluster.instance.gpu, sc.training.precision, p.compute_calibration);
+  CollectiveModel collectives(p.network);
+  p.costs = cost_operations(p.graph, p.workload, p.layout, compute, collectives, sc.training.flash_attention,
+                            sc.training.optimizer);
+  return p;
+}
+
+SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const std::string& engine) {
+  const Scenario& sc = p.scenario;
+  SimulationResult r;
+  r.scenario = sc.name;
+  r.engine = engine;
+  r.world_size = p.layout.world;
+  r.nodes = p.layout.nodes;
+  r.partition_size = p.sharding.param_shards > 1 ? p.sharding.param_shards
+                     : (sc.strategy.kind == StrategyKind::DDP ? 1 : p.sharding.optimizer_shards);
+  r.replication_size = p.layout.world / r.partition_size;
+  r.grad_accumulation_steps = sc.grad_accumulation_steps();
+  r.global_batch = sc.training.global_batch;
+  r.seq_len = sc.training.seq_len;
+  r.iteration_time_s = tl.iteration_time_s;
+  r.compute_s = tl.compute_s;
+  r.exposed_comm_s = tl.exposed_comm_s;
+  r.idle_s = tl.idle_s;
+  const double tokens = double(sc.training.global_batch) * double(sc.training.seq_len);
+  r.samples_per_s = double(sc.training.global_batch) / tl.iteration_time_s;
+  r.tokens_per_s = tokens / tl.iteration_time_s;
+  r.model_flops_per_step = model_flops_per_token(sc.model, p.workload.params, sc.training.seq_len) * tokens;
+  r.hw_flops_per_step =
+      hardware_flops_per_token(sc.model, p.workload.params, sc.training.seq_len, sc.training.activation_checkpointing) * tokens;
+  r.peak_tflops_per_gpu = sc.cluster.instance.gpu.peak(sc.training.precision) / 1e12;
+  r.tflops_per_gpu = r.model_flops_per_step / tl.iteration_time_s / r.world_size / 1e12;
+  r.hw_tflops_per_gpu = r.hw_flops_per_step / tl.iteration_time_s / r.world_size / 1e12;
+  r.mfu = r.tflops_per_gpu / r.peak_tflops_per_gpu;
+  r.hfu = r.hw_tflops_per_gpu / r.peak_tflops_per_gpu;
+  r.memory = p.memory;
+  r.params = p.workload.params.total;
+  r.model_name = sc.model.name;
+  r.instance_name = sc.cluster.instance.name;
+  r.strategy = to_string(sc.strategy.kind);
+  if (sc.cluster.instance.price_usd_per_hour) r.price_usd_per_hour = *sc.cluster.instance.price_usd_per_hour * sc.cluster.nodes;
+
+  // One summary row per unique collective, with its number of calls per step.
+  std::map<std::pair<int, uint32_t>, size_t> row_of;
+  for (const auto& t : p.graph.tasks) {
+    if (is_compute(t.kind)) continue;
+    auto key = std::make_pair(int(t.kind), t.op);
+    auto it = row_of.find(key);
+    if (it == row_of.end()) {
+      CollectiveSummary s;
+      s.task = to_string(t.kind);
+      s.group = to_string(p.graph.comm_ops[t.op].group);
+      s.estimate = p.costs.comm[t.op].estimate;
+      it = row_of.emplace(key, r.collectives.size()).first;
+      r.collectives.push_back(s);
+    }
+    auto& row = r.collectives[it->second];
+    row.calls++;
+    row.total_s += p.costs.comm[t.op].time_s;
+  }
+
+  r.sources.push_back(fmt::format("instance {}: {}", sc.cluster.instance.name, sc.cluster.instance.source));
+  r.sources.push_back(fmt::format("network: {}; fabric {}: {}", p.network.source, sc.cluster.instance.network.fabric.name,
+                                  sc.cluster.instance.network.fabric.source));
+  r.sources.push_back(fmt::format("compute: {}", p.compute_calibration.source));
+  r.sources.push_back(fmt::format("model {}: {}", sc.model.name, sc.model.source.empty() ? "inline spec" : sc.model.source));
+  r.sources.push_back("collective costs: NCCL tuning.cc latency/protocol model (../shared/reference/nccl-and-compute.md §3)");
+  r.sources.push_back("FLOPs: 6N + 12·L·h·s per token (PaLM convention, non-causal attention, no recompute)");
+  r.sources.push_back("activations: Korthikanti et al. 2022 (arXiv 2205.05198), generalised");
+  if (sc.cluster.instance.price_usd_per_hour)
+    r.sources.push_back(fmt::format("price: {} ({})", sc.cluster.instance.name, sc.cluster.instance.price_note));
+  r.warnings = sc.warnings;
+  r.timeline = std::move(tl);
+  return r;
+}
+
+SimulationResult simulate_analytic(const PreparedSimulation& p) {
+  return make_result(p, run_analytic(p.graph, p.costs), "analytic");
+}
+
+}  // namespace micsim

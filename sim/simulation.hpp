@@ -1,0 +1,63 @@
+#pragma once
+// From a scenario to a result: build the workload, the groups, the memory estimate and the schedule,
+// cost the operations, run an engine, and derive the rates users read (samples/s, TFLOPS, MFU).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/memory/memory_model.hpp"
+#include "sim/analytic/analytic_engine.hpp"
+#include "sim/scenario/scenario.hpp"
+
+namespace micsim {
+
+struct PreparedSimulation {
+  Scenario scenario;
+  Workload workload;
+  ParallelLayout layout;
+  ShardingSpec sharding;
+  MemoryEstimate memory;
+  NetworkParams network;
+  ComputeCalibration compute_calibration;
+  TaskGraph graph;
+  OpCosts costs;
+};
+
+PreparedSimulation prepare_simulation(const Scenario& sc);
+
+struct CollectiveSummary {      // one row per unique collective of the step
+  std::string task;             // e.g. param_all_gather
+  std::string group;            // partition_group, replication_group, ...
+  CollectiveEstimate estimate;  // algorithm, protocol, time of one call, bytes per tier
+  int calls = 0;                // per step
+  double total_s = 0;           // calls x time
+};
+
+struct SimulationResult {
+  std::string scenario;
+  std::string engine;
+  int world_size = 0, partition_size = 0, replication_size = 0, nodes = 0;
+  int64_t grad_accumulation_steps = 0;
+  int64_t global_batch = 0, seq_len = 0;
+  double iteration_time_s = 0, samples_per_s = 0, tokens_per_s = 0;
+  double tflops_per_gpu = 0, hw_tflops_per_gpu = 0, mfu = 0, hfu = 0;
+  double model_flops_per_step = 0, hw_flops_per_step = 0;
+  double peak_tflops_per_gpu = 0;
+  double compute_s = 0, exposed_comm_s = 0, idle_s = 0;
+  MemoryEstimate memory;
+  std::vector<CollectiveSummary> collectives;
+  std::optional<double> price_usd_per_hour;      // cluster, from the catalog
+  int64_t params = 0;
+  std::string model_name, instance_name, strategy;
+  std::vector<std::string> sources;              // where the numbers come from
+  std::vector<std::string> warnings;
+  StepTimeline timeline;                         // per-task times (for traces)
+};
+
+// Fills the rates and summaries of a result from a timeline computed by any engine.
+SimulationResult make_result(const PreparedSimulation& p, StepTimeline timeline, const std::string& engine);
+
+// Runs the analytic engine.
+SimulationResult simulate_analytic(const PreparedSimulation& p);
+
+}  // namespace micsim

@@ -1,0 +1,95 @@
+#include "sim/strategy/strategy.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace micsim {
+
+const char* to_string(StrategyKind k) {
+  switch (k) {
+    case StrategyKind::DDP: return "ddp";
+    case StrategyKind::Zero1: return "zero1";
+    case StrategyKind::Zero2: return "zero2";
+    case StrategyKind::Zero3: return "zero3";
+    case StrategyKind::MiCS: return "mics";
+    case StrategyKind::HSDP: return "hsdp";
+  }
+  return "?";
+}
+
+const std::vector<std::string>& strategy_kind_names() {
+  static const std::vector<std::string> names = {"ddp", "zero1", "zero2", "zero3", "mics", "hsdp"};
+  return names;
+}
+
+std::optional<StrategyKind> parse_strategy_kind(const std::string& s) {
+  for (auto k : {StrategyKind::DDP, StrategyKind::Zero1, StrategyKind::Zero2, StrategyKind::Zero3,
+                 StrategyKind::MiCS, StrategyKind::HSDP})
+    if (s == to_string(k)) return k;
+  return std::nullopt;
+}
+
+GroupLayout ParallelLayout::world_group() const { return GroupLayout::make(world, nodes); }
+
+int ParallelLayout::partition_group_nodes() const {
+  return partition_size <= gpus_per_node ? 1 : partition_size / gpus_per_node;
+}
+
+GroupLayout ParallelLayout::partition_group() const {
+  if (partition_size <= gpus_per_node)  // several groups per node, each inside it
+    return GroupLayout::make(partition_size, 1, gpus_per_node / partition_size);
+  return GroupLayout::make(partition_size, partition_size / gpus_per_node, 1);
+}
+
+GroupLayout ParallelLayout::replication_group() const {
+  if (partition_size >= gpus_per_node)  // one member per node; the node's g ranks are in g groups
+    return GroupLayout::make(replication_size, replication_size, gpus_per_node);
+  const int per_node = gpus_per_node / partition_size;  // members of one group on a node
+  return GroupLayout::make(replication_size, replication_size / per_node, partition_size);
+}
+
+ParallelLayout make_layout(const StrategySpec& s, int nodes, int g) {
+  ParallelLayout l;
+  l.nodes = nodes;
+  l.gpus_per_node = g;
+  l.world = nodes * g;
+  switch (s.kind) {
+    case StrategyKind::DDP: l.partition_size = 1; break;
+    case StrategyKind::Zero1:
+    case StrategyKind::Zero2:
+    case StrategyKind::Zero3: l.partition_size = l.world; break;
+    case StrategyKind::MiCS:
+    case StrategyKind::HSDP: l.partition_size = s.partition_size > 0 ? s.partition_size : std::min(g, l.world); break;
+  }
+  l.replication_size = l.world / l.partition_size;
+  l.hierarchical = s.kind == StrategyKind::MiCS && s.hierarchical_allgather && l.partition_size > g;
+  return l;
+}
+
+ShardingSpec make_sharding(const StrategySpec& s, const ParallelLayout& l, const Workload& w) {
+  ShardingSpec sh;
+  const int n = l.world, p = l.partition_size;
+  switch (s.kind) {
+    case StrategyKind::DDP: break;
+    case StrategyKind::Zero1: sh.optimizer_shards = n; break;
+    case StrategyKind::Zero2: sh.optimizer_shards = sh.grad_shards = n; break;
+    case StrategyKind::Zero3: sh.optimizer_shards = sh.grad_shards = sh.param_shards = n; break;
+    case StrategyKind::MiCS:
+    case StrategyKind::HSDP: sh.optimizer_shards = sh.grad_shards = sh.param_shards = p; break;
+  }
+  sh.gathers_parameters = sh.param_shards > 1;
+  const double block = double(w.params.per_layer);
+  sh.prefetch_units = std::max(1, int(std::floor(s.prefetch_bucket_elements / std::max(1.0, block))));
+  sh.max_live_parameters = s.max_live_parameters;
+  if (s.kind == StrategyKind::HSDP) {
+    sh.grad_bucket_elements = block;  // FSDP reduces one unit's unsharded gradient at a time
+    sh.grad_buckets_in_flight = 2;
+    sh.prefetch_units = 1;            // FSDP BACKWARD_PRE / forward_prefetch: one unit ahead
+  } else {
+    sh.grad_bucket_elements = s.reduce_bucket_elements;
+    sh.grad_buckets_in_flight = s.kind == StrategyKind::DDP ? 2 : 1;
+  }
+  return sh;
+}
+
+}  // namespace micsim

@@ -1,0 +1,52 @@
+#pragma once
+// Sharded data-parallel strategies and the communicator groups they create.
+//   ddp    replicate everything; all-reduce gradients at the accumulation boundary
+//   zero1  shard optimizer states over all N GPUs
+//   zero2  shard optimizer states and gradients over N
+//   zero3  shard everything over N; gather parameters per unit (FSDP FULL_SHARD is the same)
+//   mics   shard everything inside partition groups of p GPUs; hierarchical all-gather when a group
+//          spans nodes; 2-hop gradient sync (reduce-scatter in the group every micro-step, all-reduce
+//          across replication groups once per step)
+//   hsdp   FSDP HYBRID_SHARD: shard inside groups of p, all-reduce across groups every micro-step
+//          (FSDP1) unless two_hop_sync (FSDP2 set_requires_all_reduce(False) during accumulation)
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/collective/collective.hpp"
+#include "models/memory/memory_model.hpp"
+
+namespace micsim {
+
+enum class StrategyKind { DDP, Zero1, Zero2, Zero3, MiCS, HSDP };
+const char* to_string(StrategyKind k);
+std::optional<StrategyKind> parse_strategy_kind(const std::string& s);
+const std::vector<std::string>& strategy_kind_names();
+
+struct StrategySpec {
+  StrategyKind kind = StrategyKind::MiCS;
+  int partition_size = 0;                // mics/hsdp; 0 = GPUs per node
+  bool hierarchical_allgather = true;    // mics: 3-step gather when the group spans nodes
+  bool two_hop_sync = true;              // mics (default true) / hsdp (default false)
+  double reduce_bucket_elements = 5e8;   // DeepSpeed reduce_bucket_size; DDP: bucket_cap_mb
+  double prefetch_bucket_elements = 5e7; // DeepSpeed stage3_prefetch_bucket_size
+  double max_live_parameters = 1e9;      // DeepSpeed stage3_max_live_parameters
+};
+
+// Where the ranks of each kind of group sit. Groups are contiguous: partition groups
+// [0..p-1], [p..2p-1], ...; replication groups {i, i+p, i+2p, ...}.
+struct ParallelLayout {
+  int world = 1, gpus_per_node = 1, nodes = 1;
+  int partition_size = 1;    // GPUs sharing one copy of the model states
+  int replication_size = 1;  // copies of the model states (N / p)
+  bool hierarchical = false; // MiCS hierarchical all-gather in use
+  GroupLayout world_group() const;
+  GroupLayout partition_group() const;
+  GroupLayout replication_group() const;
+  int partition_group_nodes() const;  // nodes one partition group spans
+};
+
+ParallelLayout make_layout(const StrategySpec& s, int nodes, int gpus_per_node);
+ShardingSpec make_sharding(const StrategySpec& s, const ParallelLayout& l, const Workload& w);
+
+}  // namespace micsim
