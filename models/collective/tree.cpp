@@ -28,18 +28,19 @@ std::optional<CollectiveEstimate> estimate_tree(const NetworkParams& net, Collec
   e.bottleneck = t_inter > t_intra ? Tier::Inter : Tier::Intra;
   double t_bw = std::max(t_intra, t_inter);
 
-  // NCCL: Tree Simple busBw *= 0.92 (per-channel capped), LL /3.8, LL128 *7/9 (one node) or 120/128.
-  // Tree time = S / (0.5·busBw), so caps on busBw bound the time below by 2S / cap.
+  // Protocols: LL128 keeps 7/9 (one node) or 120/128 of the bandwidth, LL a quarter of it (NCCL: /3.8);
+  // per-channel caps bound the chain's 2S. The fabric efficiency already holds what large Simple
+  // transfers reach, so NCCL's size-dependent tree correction is applied relative to its large-size value.
   const double chain = 2.0 * bytes;
   if (proto == Protocol::Simple) {
-    t_bw = std::max(t_bw / 0.92, chain / (net.channels * nccl::per_channel_tree_bw(net.arch, k)));
+    t_bw = std::max(t_bw, chain / (net.channels * nccl::per_channel_tree_bw(net.arch, k)));
   } else if (proto == Protocol::LL128) {
     t_bw = std::max(t_bw / (k == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
                     chain / (net.channels * nccl::per_channel_tree_ll128_bw(net.arch, k)));
   } else {
     t_bw = std::max(t_bw * 3.8, chain / nccl::ll_max_bus_bw(net.arch, k));
   }
-  t_bw /= nccl::tree_correction_factor(proto, bytes);
+  t_bw *= nccl::tree_correction_factor(proto, 1e12) / nccl::tree_correction_factor(proto, bytes);
 
   double intra_lat = nccl::hw_latency(nccl::LinkClass::NVLink, NcclAlgorithm::Tree, proto) * net.intra_latency_scale;
   double inter_lat = nccl::hw_latency(nccl::LinkClass::Net, NcclAlgorithm::Tree, proto) + net.inter_latency_s;

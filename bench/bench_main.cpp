@@ -1,0 +1,75 @@
+// micsim benchmarks: prints figures, asserts nothing. Run through scripts/bench.
+//   micsim_bench analytic    time per scenario of the analytic engine (load, prepare, run)
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "sim/simulation.hpp"
+
+using namespace micsim;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// Median of `reps` timings of f, in seconds.
+double time_median(int reps, const std::function<void()>& f) {
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    auto a = Clock::now();
+    f();
+    t.push_back(std::chrono::duration<double>(Clock::now() - a).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+std::string scenario_yaml(const std::string& inst, int nodes, const std::string& model, const std::string& kind,
+                          int mb, int64_t gb, int seq, const std::string& extra) {
+  return fmt::format(
+      "cluster: {{instance: {}, nodes: {}}}\nmodel: {{preset: {}}}\n"
+      "training: {{seq_len: {}, micro_batch: {}, global_batch: {}, precision: fp16, activation_checkpointing: true}}\n"
+      "strategy: {{kind: {}{}}}\n",
+      inst, nodes, model, seq, mb, gb, kind, extra);
+}
+
+int bench_analytic() {
+  struct Case {
+    std::string label, yaml;
+  };
+  std::vector<Case> cases = {
+      {"bert-10b mics p=8, 16 x p3dn (128 GPUs), 1 micro-step",
+       scenario_yaml("p3dn.24xlarge", 16, "bert-10b", "mics", 8, 1024, 512, ", partition_size: 8")},
+      {"bert-10b zero3, 16 x p3dn (128 GPUs), 8 micro-steps",
+       scenario_yaml("p3dn.24xlarge", 16, "bert-10b", "zero3", 8, 8192, 512, "")},
+      {"gpt-175b mics p=128, 64 x p4d (512 GPUs), 4 micro-steps",
+       scenario_yaml("p4de.24xlarge", 64, "gpt-175b", "mics", 1, 2048, 2048, ", partition_size: 128")},
+      {"llama2-70b zero3, 128 x p5 (1024 GPUs), 2 micro-steps",
+       scenario_yaml("p5.48xlarge", 128, "llama2-70b", "zero3", 1, 2048, 4096, "")},
+  };
+  fmt::print("analytic engine, median of 31 runs per phase (this machine, one core)\n");
+  fmt::print("{:<58}{:>8}{:>12}{:>12}{:>12}{:>12}\n", "scenario", "tasks", "load ms", "prepare ms", "run ms", "total ms");
+  for (const auto& c : cases) {
+    Scenario sc;
+    double t_load = time_median(31, [&] { sc = parse_scenario_text(c.yaml, "<bench>"); });
+    PreparedSimulation p;
+    double t_prep = time_median(31, [&] { p = prepare_simulation(sc); });
+    double t_run = time_median(31, [&] { volatile double x = simulate_analytic(p).iteration_time_s; (void)x; });
+    fmt::print("{:<58}{:>8}{:>12.3f}{:>12.3f}{:>12.3f}{:>12.3f}\n", c.label, p.graph.size(), 1e3 * t_load, 1e3 * t_prep,
+               1e3 * t_run, 1e3 * (t_load + t_prep + t_run));
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string what = argc > 1 ? argv[1] : "analytic";
+  if (what == "analytic") return bench_analytic();
+  fmt::print(stderr, "usage: micsim_bench [analytic]\n");
+  return 2;
+}

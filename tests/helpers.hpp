@@ -1,0 +1,58 @@
+#pragma once
+// Test helpers: build scenarios from YAML text, simulate them, and run the real binary.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "sim/report/report.hpp"
+#include "sim/simulation.hpp"
+
+namespace micsim::test {
+
+// A scenario in YAML with sensible defaults; `extra` are --set style overrides.
+inline Scenario scenario(const std::string& instance, int nodes, const std::string& model, const std::string& kind,
+                         int64_t micro_batch, int64_t global_batch, std::vector<std::string> extra = {},
+                         int64_t seq_len = 512) {
+  std::string yaml = "cluster: {instance: " + instance + ", nodes: " + std::to_string(nodes) + "}\n" +
+                     "model: {preset: " + model + "}\n" +
+                     "training: {seq_len: " + std::to_string(seq_len) + ", micro_batch: " + std::to_string(micro_batch) +
+                     ", global_batch: " + std::to_string(global_batch) +
+                     ", precision: fp16, activation_checkpointing: true, optimizer: adam}\n" +
+                     "strategy: {kind: " + kind + "}\n";
+  return parse_scenario_text(yaml, "<test>", extra);
+}
+
+inline SimulationResult run(const Scenario& sc) { return simulate_analytic(prepare_simulation(sc)); }
+
+struct Cmd {
+  int status = -1;
+  std::string output;  // stdout + stderr
+};
+
+// Runs build/micsim with `args` (a shell-quoted string) and captures its output and exit status.
+inline Cmd run_cli(const std::string& args) {
+  std::string cmd = std::string(MICSIM_BINARY) + " " + args + " 2>&1";
+  Cmd r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+// Writes `text` to a fresh temporary file and returns its path.
+inline std::string temp_file(const std::string& name, const std::string& text) {
+  std::string path = "/tmp/micsim-test-" + std::to_string(::getpid()) + "-" + name;
+  FILE* f = std::fopen(path.c_str(), "w");
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+  return path;
+}
+
+}  // namespace micsim::test
