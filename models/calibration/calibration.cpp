@@ -8,6 +8,7 @@ namespace micsim {
 
 bool Calibration::empty() const {
   return !intra_efficiency && !intra_latency_scale && !inter_efficiency && !inter_efficiency_at_scale && !inter_latency_s && !nvls_efficiency &&
+         !intra_ramp_min && !intra_ramp_half_bytes && !inter_ramp_min && !inter_ramp_half_bytes && !call_overhead_s &&
          !gemm_efficiency && !gemm_dim_half && !gemm_overhead_s && !attention_efficiency && !hbm_efficiency &&
          !kernel_overhead_s;
 }
@@ -19,7 +20,13 @@ void Calibration::apply(NetworkParams& net) const {
   if (inter_efficiency_at_scale) net.inter_efficiency_at_scale = *inter_efficiency_at_scale;
   if (inter_latency_s) net.inter_latency_s = *inter_latency_s;
   if (nvls_efficiency) net.nvls_efficiency = *nvls_efficiency;
-  if (intra_efficiency || intra_latency_scale || inter_efficiency || inter_efficiency_at_scale || inter_latency_s || nvls_efficiency)
+  if (intra_ramp_min) net.intra_ramp_min = *intra_ramp_min;
+  if (intra_ramp_half_bytes) net.intra_ramp_half_bytes = *intra_ramp_half_bytes;
+  if (inter_ramp_min) net.inter_ramp_min = *inter_ramp_min;
+  if (inter_ramp_half_bytes) net.inter_ramp_half_bytes = *inter_ramp_half_bytes;
+  if (call_overhead_s) net.call_overhead_s = *call_overhead_s;
+  if (intra_efficiency || intra_latency_scale || inter_efficiency || inter_efficiency_at_scale || inter_latency_s ||
+      nvls_efficiency || intra_ramp_min || intra_ramp_half_bytes || inter_ramp_min || inter_ramp_half_bytes || call_overhead_s)
     net.source = "calibration " + path;
 }
 
@@ -43,13 +50,19 @@ Calibration load_calibration(const std::string& path) {
   if (auto v = root.get("source")) c.source = v->as_string();
   if (auto net = root.get("network")) {
     net->check_keys({"intra_efficiency", "intra_latency_scale", "inter_efficiency", "inter_efficiency_at_scale", "inter_latency_us",
-                     "nvls_efficiency"});
+                     "nvls_efficiency", "intra_ramp_min", "intra_ramp_half_kib", "inter_ramp_min", "inter_ramp_half_kib",
+                     "call_overhead_us"});
     if (auto v = net->get("intra_efficiency")) c.intra_efficiency = v->as_double_in(0.01, 1.5);
     if (auto v = net->get("intra_latency_scale")) c.intra_latency_scale = v->as_double_in(0.0, 100.0);
     if (auto v = net->get("inter_efficiency")) c.inter_efficiency = v->as_double_in(0.01, 1.5);
     if (auto v = net->get("inter_efficiency_at_scale")) c.inter_efficiency_at_scale = v->as_double_in(0.01, 1.5);
     if (auto v = net->get("inter_latency_us")) c.inter_latency_s = v->as_double_in(0.0, 1e5) * 1e-6;
     if (auto v = net->get("nvls_efficiency")) c.nvls_efficiency = v->as_double_in(0.01, 2.0);
+    if (auto v = net->get("intra_ramp_min")) c.intra_ramp_min = v->as_double_in(0.01, 1.0);
+    if (auto v = net->get("intra_ramp_half_kib")) c.intra_ramp_half_bytes = v->as_double_in(0, 1e9) * 1024.0;
+    if (auto v = net->get("inter_ramp_min")) c.inter_ramp_min = v->as_double_in(0.01, 1.0);
+    if (auto v = net->get("inter_ramp_half_kib")) c.inter_ramp_half_bytes = v->as_double_in(0, 1e9) * 1024.0;
+    if (auto v = net->get("call_overhead_us")) c.call_overhead_s = v->as_double_in(0, 1e5) * 1e-6;
   }
   if (auto cmp = root.get("compute")) {
     cmp->check_keys({"gemm_efficiency", "gemm_dim_half", "gemm_overhead_us", "attention_efficiency",
@@ -78,6 +91,11 @@ std::string Calibration::to_yaml() const {
   put(net, "inter_efficiency_at_scale", inter_efficiency_at_scale);
   put(net, "inter_latency_us", inter_latency_s, 1e6);
   put(net, "nvls_efficiency", nvls_efficiency);
+  put(net, "intra_ramp_min", intra_ramp_min);
+  put(net, "intra_ramp_half_kib", intra_ramp_half_bytes, 1.0 / 1024);
+  put(net, "inter_ramp_min", inter_ramp_min);
+  put(net, "inter_ramp_half_kib", inter_ramp_half_bytes, 1.0 / 1024);
+  put(net, "call_overhead_us", call_overhead_s, 1e6);
   put(cmp, "gemm_efficiency", gemm_efficiency);
   put(cmp, "gemm_dim_half", gemm_dim_half);
   put(cmp, "gemm_overhead_us", gemm_overhead_s, 1e6);

@@ -5,7 +5,8 @@
 //   instance: p4d.24xlarge            # what it was fitted on (informational)
 //   source: "nccl-tests logs ..."     # how it was made
 //   network: {intra_efficiency, intra_latency_scale, inter_efficiency, inter_efficiency_at_scale,
-//             inter_latency_us, nvls_efficiency}
+//             inter_latency_us, nvls_efficiency, intra_ramp_min, intra_ramp_half_kib, inter_ramp_min,
+//             inter_ramp_half_kib, call_overhead_us}
 //   compute: {gemm_efficiency, gemm_dim_half, gemm_overhead_us, attention_efficiency, hbm_efficiency,
 //             kernel_overhead_us}
 #include <optional>
@@ -21,7 +22,7 @@ struct Calibration {
   std::string instance;
   std::string source;
   std::optional<double> intra_efficiency, intra_latency_scale, inter_efficiency, inter_efficiency_at_scale, inter_latency_s,
-      nvls_efficiency;
+      nvls_efficiency, intra_ramp_min, intra_ramp_half_bytes, inter_ramp_min, inter_ramp_half_bytes, call_overhead_s;
   std::optional<double> gemm_efficiency, gemm_dim_half, gemm_overhead_s, attention_efficiency, hbm_efficiency,
       kernel_overhead_s;
 

@@ -40,15 +40,24 @@ struct GroupLayout {
 struct NetworkParams {
   GpuArch arch = GpuArch::Ampere;
   double intra_bytes_per_s = 240e9;     // per GPU per direction (NCCL effective NVLink)
-  double intra_efficiency = 0.96;       // large-message ring busbw / intra_bytes_per_s
+  double intra_efficiency = 0.98;       // ring busbw at the top of the ramp / intra_bytes_per_s (A100 fit 0.980)
   double intra_latency_scale = 1.0;     // multiplies NCCL's NVLink hardware latencies
   bool nvls = false;
-  double nvls_efficiency = 0.75;        // NVLS all_reduce algbw / intra_bytes_per_s
+  double nvls_efficiency = 0.73;        // NVLS all_reduce algbw / intra_bytes_per_s (fitted: p5 0.717, Azure NDv5 0.739)
   double inter_node_bytes_per_s = 50e9; // NICs x line rate, per node
   double inter_efficiency = 0.9;        // fabric bandwidth_efficiency (collective over 2 nodes)
   double inter_efficiency_at_scale = 0.9;  // asymptote for collectives over many nodes
   double inter_latency_s = 0;           // fabric latency per inter-node step (NCCL latencyInter)
+  double call_overhead_s = 0;           // host/launch cost per collective call (instance-specific)
   int channels = 16;
+  // Size-dependent bandwidth efficiency of the Simple and LL128 pipelines (the mid-size ramp seen in
+  // every nccl-tests curve): a ring step of s bytes per rank (S/n) runs at
+  //   e(s) = e_min + (1 - e_min) · s / (s + s_half)
+  // of the tier's rate. Small steps (small messages, or many ranks) waste bandwidth; e_min = 1 turns it off.
+  double intra_ramp_min = 1.0, intra_ramp_half_bytes = 0;
+  double inter_ramp_min = 1.0, inter_ramp_half_bytes = 0;
+  int gpus_per_node = 8;
+  int nics = 1;
   std::vector<NcclAlgorithm> inter_algorithms;  // allowed across nodes (empty = all)
   std::vector<Protocol> inter_protocols;        // allowed across nodes (empty = all)
   std::string source;
@@ -58,6 +67,13 @@ struct NetworkParams {
   // switch; more nodes cross the fabric, where flow collisions cost bandwidth (EFA 2019: 10 GB/s on 2
   // nodes, 6-8 GB/s on 8-32, NVIDIA/nccl#235): e(k) = e_scale + (e_2 - e_scale)·2/k.
   double inter_efficiency_for(int nodes) const;
+  // Inter-node bandwidth one group gets on a node: the node's NICs split among `concurrent_groups`
+  // groups, and never more than its `ranks_per_node` GPUs can drive (a GPU reaches its own NICs:
+  // nics/gpus_per_node of them when there are more NICs than GPUs, else one shared NIC).
+  double inter_bandwidth_for(const GroupLayout& g) const;
+  static double ramp_efficiency(double step_bytes, double e_min, double half_bytes);
+  double intra_ramp(double step_bytes) const { return ramp_efficiency(step_bytes, intra_ramp_min, intra_ramp_half_bytes); }
+  double inter_ramp(double step_bytes) const { return ramp_efficiency(step_bytes, inter_ramp_min, inter_ramp_half_bytes); }
 };
 
 struct CollectiveEstimate {

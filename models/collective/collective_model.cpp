@@ -67,6 +67,13 @@ NetworkParams NetworkParams::from_instance(const InstanceSpec& inst) {
   // LL128 needs ordered 128-byte stores end to end; EFA's SRD transport does not guarantee it.
   if (inst.network.fabric.name.rfind("efa", 0) == 0) p.inter_protocols = {Protocol::LL, Protocol::Simple};
   p.channels = inst.gpu.arch == GpuArch::Volta ? 12 : 16;
+  p.gpus_per_node = inst.gpus_per_node;
+  p.nics = inst.network.nics;
+  p.call_overhead_s = inst.intra.call_overhead_s;
+  p.intra_ramp_min = inst.intra.ramp_min;
+  p.intra_ramp_half_bytes = inst.intra.ramp_half_bytes;
+  p.inter_ramp_min = inst.network.fabric.ramp_min;
+  p.inter_ramp_half_bytes = inst.network.fabric.ramp_half_bytes;
   p.source = "catalog defaults for " + inst.name + " (fabric " + inst.network.fabric.name + ")";
   return p;
 }
@@ -74,6 +81,17 @@ NetworkParams NetworkParams::from_instance(const InstanceSpec& inst) {
 double NetworkParams::inter_efficiency_for(int nodes) const {
   if (nodes <= 2) return inter_efficiency;
   return inter_efficiency_at_scale + (inter_efficiency - inter_efficiency_at_scale) * 2.0 / nodes;
+}
+
+double NetworkParams::inter_bandwidth_for(const GroupLayout& g) const {
+  const double node = inter_node_bytes_per_s * inter_efficiency_for(g.nodes);
+  const double per_gpu = node / std::max(1, std::min(nics, gpus_per_node));
+  return std::min(node / g.concurrent_groups, g.ranks_per_node * per_gpu);
+}
+
+double NetworkParams::ramp_efficiency(double step_bytes, double e_min, double half_bytes) {
+  if (e_min >= 1.0 || half_bytes <= 0) return 1.0;
+  return e_min + (1.0 - e_min) * step_bytes / (step_bytes + half_bytes);
 }
 
 template <class T>

@@ -21,9 +21,11 @@ std::optional<CollectiveEstimate> estimate_nvls(const NetworkParams& net, Collec
   e.protocol = proto;
   e.intra_bytes_per_gpu = bytes;
   e.inter_bytes_per_node = k > 1 ? (k == 2 ? bytes : 2.0 * bytes) : 0.0;
-  const double t_intra = bytes / (net.intra_bytes_per_s * net.nvls_efficiency);
-  const double t_inter =
-      k > 1 ? e.inter_bytes_per_node / (net.inter_node_bytes_per_s * net.inter_efficiency_for(k) / g.concurrent_groups) : 0.0;
+  const double step = bytes / double(g.ranks);
+  const double eff_intra = net.intra_ramp(step);
+  const double eff_inter = net.inter_ramp(step);
+  const double t_intra = bytes / (net.intra_bytes_per_s * net.nvls_efficiency * eff_intra);
+  const double t_inter = k > 1 ? e.inter_bytes_per_node / (net.inter_bandwidth_for(g) * eff_inter) : 0.0;
   e.bottleneck = t_inter > t_intra ? Tier::Inter : Tier::Intra;
   double intra_lat = nccl::hw_latency(nccl::LinkClass::NVLink, NcclAlgorithm::NVLS, proto) * net.intra_latency_scale;
   if (k == 1) {
@@ -32,6 +34,7 @@ std::optional<CollectiveEstimate> estimate_nvls(const NetworkParams& net, Collec
     double inter_lat = nccl::hw_latency(nccl::LinkClass::Net, NcclAlgorithm::NVLSTree, proto) + 2 * net.inter_latency_s;
     e.latency_s = intra_lat + 2.0 * std::log2(double(k)) * inter_lat;
   }
+  e.latency_s += net.call_overhead_s;
   e.time_s = e.latency_s + std::max(t_intra, t_inter);
   return e;
 }

@@ -27,10 +27,14 @@ std::optional<CollectiveEstimate> estimate_ring(const NetworkParams& net, Collec
   // Bytes per tier. Inside a node, r-1 of a node's r ring edges are NVLink (all r when k == 1).
   e.intra_bytes_per_gpu = r > 1 ? volume * (k > 1 ? double(r - 1) / r : 1.0) : 0.0;
   e.inter_bytes_per_node = k > 1 ? volume : 0.0;
-  const double b_intra = net.intra_bytes_per_s * net.intra_efficiency;
-  const double b_inter = net.inter_node_bytes_per_s * net.inter_efficiency_for(k) / g.concurrent_groups;
+  // Each ring step moves S/n per rank; Simple and LL128 reach full rate only with large steps.
+  const bool ramped = proto != Protocol::LL;
+  const double step = bytes / double(n);
+  const double eff_intra = ramped ? net.intra_ramp(step) : 1.0;
+  const double eff_inter = ramped ? net.inter_ramp(step) : 1.0;
+  const double b_intra = net.intra_bytes_per_s * net.intra_efficiency * eff_intra;
   const double t_intra = e.intra_bytes_per_gpu / b_intra;
-  const double t_inter = k > 1 ? e.inter_bytes_per_node / b_inter : 0.0;
+  const double t_inter = k > 1 ? e.inter_bytes_per_node / (net.inter_bandwidth_for(g) * eff_inter) : 0.0;
   e.bottleneck = t_inter > t_intra ? Tier::Inter : Tier::Intra;
   double t_bw = std::max(t_intra, t_inter);
 
@@ -54,8 +58,8 @@ std::optional<CollectiveEstimate> estimate_ring(const NetworkParams& net, Collec
                inter_steps * inter_lat;
   if (all_reduce && proto == Protocol::Simple && k > 1 && bytes / (net.channels * n) >= 64)
     lat *= nccl::ring_plateau_factor(net.arch);
-  e.latency_s = lat;
-  e.time_s = lat + t_bw;
+  e.latency_s = lat + net.call_overhead_s;
+  e.time_s = e.latency_s + t_bw;
   return e;
 }
 

@@ -21,10 +21,13 @@ std::optional<CollectiveEstimate> estimate_tree(const NetworkParams& net, Collec
   e.protocol = proto;
   e.intra_bytes_per_gpu = r > 1 ? 2.0 * bytes : 0.0;
   e.inter_bytes_per_node = k > 1 ? (k == 2 ? bytes : 2.0 * bytes) : 0.0;
-  const double b_intra = net.intra_bytes_per_s * net.intra_efficiency;
-  const double b_inter = net.inter_node_bytes_per_s * net.inter_efficiency_for(k) / g.concurrent_groups;
-  const double t_intra = e.intra_bytes_per_gpu / b_intra;
-  const double t_inter = k > 1 ? e.inter_bytes_per_node / b_inter : 0.0;
+  // Pipelined like a ring: the bandwidth ramp uses the per-rank share S/n.
+  const bool ramped = proto != Protocol::LL;
+  const double step = bytes / double(g.ranks);
+  const double eff_intra = ramped ? net.intra_ramp(step) : 1.0;
+  const double eff_inter = ramped ? net.inter_ramp(step) : 1.0;
+  const double t_intra = e.intra_bytes_per_gpu / (net.intra_bytes_per_s * net.intra_efficiency * eff_intra);
+  const double t_inter = k > 1 ? e.inter_bytes_per_node / (net.inter_bandwidth_for(g) * eff_inter) : 0.0;
   e.bottleneck = t_inter > t_intra ? Tier::Inter : Tier::Intra;
   double t_bw = std::max(t_intra, t_inter);
 
@@ -46,7 +49,7 @@ std::optional<CollectiveEstimate> estimate_tree(const NetworkParams& net, Collec
   double inter_lat = nccl::hw_latency(nccl::LinkClass::Net, NcclAlgorithm::Tree, proto) + net.inter_latency_s;
   if (proto == Protocol::Simple) inter_lat += net.inter_latency_s;
   e.latency_s = nccl::base_latency(NcclAlgorithm::Tree, proto) +
-                2.0 * ((r - 1) * intra_lat + std::log2(double(k)) * inter_lat);
+                2.0 * ((r - 1) * intra_lat + std::log2(double(k)) * inter_lat) + net.call_overhead_s;
   e.time_s = e.latency_s + t_bw;
   return e;
 }

@@ -58,13 +58,16 @@ static NcclAlgorithm parse_algorithm(const YamlNode& n) {
 }
 
 FabricSpec HardwareCatalog::parse_fabric(const YamlNode& n, const std::string& name) const {
-  n.check_keys({"latency_us", "bandwidth_efficiency", "bandwidth_efficiency_at_scale", "algorithms", "source"});
+  n.check_keys({"latency_us", "bandwidth_efficiency", "bandwidth_efficiency_at_scale", "ramp_min", "ramp_half_kib", "algorithms",
+                "source"});
   FabricSpec f;
   f.name = name;
   f.latency_s = n.at("latency_us").as_double_in(0, 1e5) * 1e-6;
   f.bandwidth_efficiency = n.at("bandwidth_efficiency").as_double_in(0.01, 1.0);
   f.bandwidth_efficiency_at_scale = f.bandwidth_efficiency;
   if (auto v = n.get("bandwidth_efficiency_at_scale")) f.bandwidth_efficiency_at_scale = v->as_double_in(0.01, 1.0);
+  if (auto v = n.get("ramp_min")) f.ramp_min = v->as_double_in(0.01, 1.0);
+  if (auto v = n.get("ramp_half_kib")) f.ramp_half_bytes = v->as_double_in(0, 1e9) * 1024.0;
   if (auto a = n.get("algorithms"))
     for (const auto& item : a->items()) f.algorithms.push_back(parse_algorithm(item));
   if (auto v = n.get("source")) f.source = v->as_string();
@@ -91,10 +94,13 @@ InstanceSpec HardwareCatalog::parse_instance(const YamlNode& n, const std::strin
   }
   s.gpus_per_node = static_cast<int>(n.at("gpus_per_node").as_int_in(1, 1024));
   YamlNode intra = n.at("intra_node");
-  intra.check_keys({"kind", "gbytes_per_s", "nvls"});
+  intra.check_keys({"kind", "gbytes_per_s", "nvls", "ramp_min", "ramp_half_kib", "call_overhead_us"});
   if (auto k = intra.get("kind")) s.intra.kind = k->as_choice({"nvlink", "pcie"});
   s.intra.bytes_per_s_per_gpu = intra.at("gbytes_per_s").as_double_in(0.1, 1e5) * 1e9;
   if (auto v = intra.get("nvls")) s.intra.nvls = v->as_bool();
+  if (auto v = intra.get("ramp_min")) s.intra.ramp_min = v->as_double_in(0.01, 1.0);
+  if (auto v = intra.get("ramp_half_kib")) s.intra.ramp_half_bytes = v->as_double_in(0, 1e9) * 1024.0;
+  if (auto v = intra.get("call_overhead_us")) s.intra.call_overhead_s = v->as_double_in(0, 1e5) * 1e-6;
   if (s.intra.nvls && s.gpu.arch < GpuArch::Hopper) intra.at("nvls").fail("NVLS needs a Hopper or newer GPU");
   YamlNode net = n.at("network");
   net.check_keys({"nics", "gbits_per_nic", "fabric"});

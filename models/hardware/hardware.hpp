@@ -37,6 +37,8 @@ struct FabricSpec {
   double bandwidth_efficiency = 0.9;      // fraction of NIC line rate reached by large transfers (2 nodes)
   double bandwidth_efficiency_at_scale = 0.9;  // the same when a collective spans many nodes (fabric hops, ECMP)
   std::vector<NcclAlgorithm> algorithms;  // enabled algorithms across nodes; empty = NCCL defaults
+  double ramp_min = 1.0;                  // bandwidth efficiency ramp (see NetworkParams): floor ...
+  double ramp_half_bytes = 0;             // ... and the per-rank step size at which it is half way up
   std::string source;
 };
 
@@ -44,6 +46,9 @@ struct IntraNodeSpec {
   std::string kind = "nvlink";            // nvlink | pcie
   double bytes_per_s_per_gpu = 0;         // NCCL effective, per GPU per direction
   bool nvls = false;                      // NVLink SHARP (NVSwitch gen3)
+  double ramp_min = 1.0;                  // NVLink bandwidth efficiency ramp: floor ...
+  double ramp_half_bytes = 0;             // ... and half-way per-rank step size
+  double call_overhead_s = 0;             // host/launch cost per collective call on this instance
 };
 
 struct NetworkSpec {

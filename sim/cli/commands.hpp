@@ -4,10 +4,20 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 
+namespace micsim {
+struct InstanceSpec;
+}
 namespace micsim::cli {
 
 using Runner = std::function<int()>;
 Runner add_simulate(CLI::App& app);
+Runner add_collective(CLI::App& app);
+Runner add_calibrate(CLI::App& app);
+Runner add_validate(CLI::App& app);
+
+// Shared option parsing.
+double parse_size(const std::string& flag, const std::string& s);  // 8, 64K, 1M, 8G
+const InstanceSpec& lookup_instance(const std::string& flag, const std::string& name);
 
 // Shared: write `text` to `path` atomically ("-" = stdout).
 void write_output(const std::string& path, const std::string& text);

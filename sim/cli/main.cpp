@@ -15,6 +15,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "micsim 0.1.0");
   std::map<std::string, micsim::cli::Runner> runners;
   runners["simulate"] = micsim::cli::add_simulate(app);
+  runners["collective"] = micsim::cli::add_collective(app);
+  runners["calibrate"] = micsim::cli::add_calibrate(app);
+  runners["validate"] = micsim::cli::add_validate(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

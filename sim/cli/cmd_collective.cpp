@@ -1,0 +1,126 @@
+// micsim collective --instance NAME --nodes N [--gpus-per-node G] --op OP -b MIN -e MAX -f FACTOR
+// A simulated nccl-tests run: the same column layout (time, algbw, busbw with nccl-tests' factors),
+// readable by `micsim calibrate`; --json adds the algorithm and protocol NCCL would pick.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+
+#include "models/calibration/calibration.hpp"
+#include "models/hardware/catalog.hpp"
+#include "sim/cli/commands.hpp"
+#include "validation/nccl_tests.hpp"
+
+namespace micsim::cli {
+
+// nccl-tests size syntax: 8, 64K, 1M, 8G (binary multiples).
+double parse_size(const std::string& flag, const std::string& s) {
+  if (s.empty()) throw InputError({flag, 0, 0}, "", "expected a size like 8, 64K, 1M or 8G");
+  double mult = 1;
+  std::string digits = s;
+  char last = char(std::toupper(static_cast<unsigned char>(s.back())));
+  if (last == 'K' || last == 'M' || last == 'G' || last == 'T') {
+    mult = last == 'K' ? 1024.0 : last == 'M' ? 1048576.0 : last == 'G' ? 1073741824.0 : 1099511627776.0;
+    digits = s.substr(0, s.size() - 1);
+  }
+  char* end = nullptr;
+  double v = std::strtod(digits.c_str(), &end);
+  if (digits.empty() || *end != '\0' || !(v > 0) || v * mult > 1e15)
+    throw InputError({flag + " " + s, 0, 0}, "", "expected a size > 0 like 8, 64K, 1M or 8G (at most 1e15 bytes)");
+  return v * mult;
+}
+
+const InstanceSpec& lookup_instance(const std::string& flag, const std::string& name) {
+  const auto& cat = HardwareCatalog::builtin();
+  if (const InstanceSpec* i = cat.find_instance(name)) return *i;
+  std::string hint = closest_match(name, cat.instance_names());
+  throw InputError({flag + " " + name, 0, 0}, "instance",
+                   fmt::format("unknown instance{}; known: {}", hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint),
+                               join_choices(cat.instance_names())));
+}
+
+Runner add_collective(CLI::App& app) {
+  struct Opts {
+    std::string instance, op = "all_reduce", min = "8", max = "1G", factor = "2", algo, proto, calibration, json, engine = "analytic";
+    int nodes = 1, gpus_per_node = 0;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* cmd = app.add_subcommand("collective", "Predict a collective like nccl-tests would measure it");
+  cmd->add_option("--instance", o->instance, "Catalog instance type")->required();
+  cmd->add_option("--nodes", o->nodes, "Nodes (default 1)");
+  cmd->add_option("--gpus-per-node", o->gpus_per_node, "GPUs per node taking part (default: all)");
+  cmd->add_option("--op", o->op, "all_gather | reduce_scatter | all_reduce | broadcast | reduce");
+  cmd->add_option("-b,--minbytes", o->min, "Smallest size (nccl-tests syntax: 8, 64K, 1M, 8G)");
+  cmd->add_option("-e,--maxbytes", o->max, "Largest size");
+  cmd->add_option("-f,--stepfactor", o->factor, "Multiply the size by this between rows");
+  cmd->add_option("--algo", o->algo, "Force an algorithm, like NCCL_ALGO: ring | tree | nvls | nvls_tree");
+  cmd->add_option("--proto", o->proto, "Force a protocol, like NCCL_PROTO: LL | LL128 | Simple");
+  cmd->add_option("--calibration", o->calibration, "Calibration file to apply");
+  cmd->add_option("--engine", o->engine, "analytic (default) or simgrid");
+  cmd->add_option("--json", o->json, "Write the rows with algorithm and protocol as JSON to FILE ('-' = stdout)");
+  return [o]() -> int {
+    const InstanceSpec& inst = lookup_instance("--instance", o->instance);
+    auto op = parse_collective_op(o->op);
+    if (!op) throw InputError({"--op " + o->op, 0, 0}, "op", "expected all_gather | reduce_scatter | all_reduce | broadcast | reduce");
+    if (o->nodes < 1 || o->nodes > (1 << 20)) throw InputError({"--nodes", 0, 0}, "nodes", "expected an integer in [1, 1048576]");
+    int g = o->gpus_per_node > 0 ? o->gpus_per_node : inst.gpus_per_node;
+    if (o->gpus_per_node < 0 || g > inst.gpus_per_node)
+      throw InputError({"--gpus-per-node", 0, 0}, "gpus_per_node", fmt::format("expected 1..{} for {}", inst.gpus_per_node, inst.name));
+    double lo = parse_size("-b", o->min), hi = parse_size("-e", o->max);
+    if (hi < lo) throw InputError({"-e " + o->max, 0, 0}, "maxbytes", "expected maxbytes >= minbytes");
+    char* end = nullptr;
+    double factor = std::strtod(o->factor.c_str(), &end);
+    if (*end != '\0' || !(factor > 1.0) || factor > 1e6) throw InputError({"-f " + o->factor, 0, 0}, "stepfactor", "expected a factor > 1");
+    CollectiveChoice choice;
+    if (!o->algo.empty()) {
+      const std::vector<std::string> names = {"ring", "tree", "nvls", "nvls_tree"};
+      auto it = std::find(names.begin(), names.end(), o->algo);
+      if (it == names.end()) throw InputError({"--algo " + o->algo, 0, 0}, "algo", "expected ring | tree | nvls | nvls_tree");
+      choice.algorithm = NcclAlgorithm(it - names.begin());
+    }
+    if (!o->proto.empty()) {
+      if (o->proto == "LL") choice.protocol = Protocol::LL;
+      else if (o->proto == "LL128") choice.protocol = Protocol::LL128;
+      else if (o->proto == "Simple") choice.protocol = Protocol::Simple;
+      else throw InputError({"--proto " + o->proto, 0, 0}, "proto", "expected LL | LL128 | Simple");
+    }
+    if (o->engine != "analytic")
+      throw InputError({"--engine " + o->engine, 0, 0}, "engine", "this version runs collectives with the analytic engine only");
+    NetworkParams net = NetworkParams::from_instance(inst);
+    if (!o->calibration.empty()) load_calibration(o->calibration).apply(net);
+    CollectiveModel model(net);
+    const int ranks = g * o->nodes;
+    GroupLayout layout = GroupLayout::make(ranks, o->nodes);
+    std::string text = fmt::format("# micsim collective: {}_perf as modelled for {} ({} node(s) x {} GPUs); network: {}\n",
+                                   o->op, inst.name, o->nodes, g, net.source);
+    text += "#\n# Using devices\n";
+    for (int r = 0; r < ranks; ++r)
+      text += fmt::format("#  Rank {:>2} Group  0 Pid {:>6} on {:>10} device {:>2} [simulated] {}\n", r, 0,
+                          fmt::format("node{}", r / g), r % g, inst.gpu.name);
+    text += "#\n" + nccl_tests_header();
+    nlohmann::json rows = nlohmann::json::array();
+    // Sizes as nccl-tests steps them: multiply by the factor, rounded to whole elements per rank.
+    const int elem = 4;
+    for (double b = lo; b <= hi * (1 + 1e-12); b *= factor) {
+      double bytes = std::max<double>(elem, std::floor(b / elem) * elem);
+      if (*op == CollectiveOp::AllGather || *op == CollectiveOp::ReduceScatter)
+        bytes = std::max<double>(double(elem) * ranks, std::floor(bytes / (elem * ranks)) * elem * ranks);
+      CollectiveEstimate e = model.estimate(*op, bytes, layout, choice);
+      double f = (*op == CollectiveOp::Broadcast || *op == CollectiveOp::Reduce) ? 1.0 : busbw_factor(*op, ranks);
+      text += nccl_tests_line(*op, bytes, elem, e.time_s, f);
+      rows.push_back({{"size_bytes", bytes}, {"count", int64_t(bytes / elem)}, {"time_us", e.time_s * 1e6},
+                      {"algbw_GBps", e.algbw() / 1e9}, {"busbw_GBps", e.algbw() * f / 1e9},
+                      {"algorithm", to_string(e.algorithm)}, {"protocol", to_string(e.protocol)},
+                      {"latency_us", e.latency_s * 1e6}, {"bottleneck", to_string(e.bottleneck)}});
+    }
+    if (!o->json.empty()) {
+      nlohmann::json j = {{"instance", inst.name}, {"nodes", o->nodes}, {"gpus_per_node", g}, {"op", o->op},
+                          {"engine", "analytic"}, {"network_source", net.source}, {"rows", rows}};
+      write_output(o->json, j.dump(2) + "\n");
+    }
+    if (o->json != "-") std::cout << text;
+    return 0;
+  };
+}
+
+}  // namespace micsim::cli

@@ -1,0 +1,98 @@
+// micsim validate DATASET... [--instance NAME] [--json FILE]
+// Predictions against published measurements, row by row, with the error and a summary per source.
+// nccl-tests CSVs/logs: busbw for sizes >= 1 MiB, time for sizes <= 64 KiB.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+#include <map>
+
+#include "sim/cli/commands.hpp"
+#include "sim/report/report.hpp"
+#include "validation/collective_validation.hpp"
+
+namespace micsim::cli {
+
+Runner add_validate(CLI::App& app) {
+  struct Opts {
+    std::vector<std::string> datasets;
+    std::string instance, json, calibration, op;
+    bool quiet = false;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* cmd = app.add_subcommand("validate", "Compare predictions with published or measured results");
+  cmd->add_option("dataset", o->datasets, "nccl-tests CSV rows or logs")->required();
+  cmd->add_option("--instance", o->instance, "Instance for logs (CSV rows name their cluster)");
+  cmd->add_option("--calibration", o->calibration, "Calibration file to apply");
+  cmd->add_option("--op", o->op, "Collective of a log that does not name it");
+  cmd->add_option("--json", o->json, "Write rows and summaries as JSON to FILE ('-' = stdout)");
+  cmd->add_flag("--quiet,-q", o->quiet, "Print the summary only");
+  return [o]() -> int {
+    if (!o->instance.empty()) lookup_instance("--instance", o->instance);
+    std::optional<Calibration> cal;
+    if (!o->calibration.empty()) cal = load_calibration(o->calibration);
+    std::vector<CollectiveComparison> all;
+    for (const auto& d : o->datasets) {
+      auto rows = load_nccl_tests(d, {o->op, 0, 0});
+      auto cmp = compare_collectives(rows, ClusterMap::builtin(), o->instance, cal ? &*cal : nullptr);
+      all.insert(all.end(), cmp.begin(), cmp.end());
+    }
+    std::string text;
+    if (!o->quiet) {
+      text += fmt::format("{:<24}{:<15}{:>6}{:>13}{:>7}{:>14}{:>14}{:>9}  {}\n", "instance", "op", "nodes", "bytes",
+                          "metric", "published", "predicted", "error", "algorithm");
+      for (const auto& c : all) {
+        auto val = [&](double v) {
+          return c.metric == "busbw" ? fmt::format("{:.2f} GB/s", v / 1e9) : human_seconds(v);
+        };
+        text += fmt::format("{:<24}{:<15}{:>6}{:>13.0f}{:>7}{:>14}{:>14}{:>8.1f}%  {}/{}\n", c.instance, c.row.op_name,
+                            c.row.nodes, c.row.bytes, c.metric, val(c.published), val(c.predicted), 100 * c.error(),
+                            to_string(c.estimate.algorithm), to_string(c.estimate.protocol));
+      }
+      text += "\n";
+    }
+    // Summary per source (the citation column), then overall.
+    std::map<std::string, std::vector<const CollectiveComparison*>> by_source;
+    for (const auto& c : all) by_source[c.row.source.substr(0, 70) + " | " + c.instance].push_back(&c);
+    nlohmann::json jsum = nlohmann::json::array();
+    text += fmt::format("{:<96}{:>6}{:>10}{:>10}{:>10}{:>10}\n", "source | instance", "rows", "busbw med", "busbw p90",
+                        "time med", "time p90");
+    std::vector<double> all_bus, all_time, all_err;
+    for (const auto& [src, v] : by_source) {
+      std::vector<double> bus, tim;
+      for (const auto* c : v) (c->metric == "busbw" ? bus : tim).push_back(c->error());
+      auto sb = summarize_errors(bus), st = summarize_errors(tim);
+      auto pct = [](const ErrorSummary& s, double x) { return s.count ? fmt::format("{:.1f}%", 100 * x) : std::string("-"); };
+      text += fmt::format("{:<96}{:>6}{:>10}{:>10}{:>10}{:>10}\n", src, v.size(), pct(sb, sb.median_abs), pct(sb, sb.p90_abs),
+                          pct(st, st.median_abs), pct(st, st.p90_abs));
+      all_bus.insert(all_bus.end(), bus.begin(), bus.end());
+      all_time.insert(all_time.end(), tim.begin(), tim.end());
+      jsum.push_back({{"source", src}, {"rows", v.size()}, {"busbw_rows", sb.count}, {"busbw_median_abs_error", sb.median_abs},
+                      {"busbw_p90_abs_error", sb.p90_abs}, {"time_rows", st.count}, {"time_median_abs_error", st.median_abs},
+                      {"time_p90_abs_error", st.p90_abs}});
+    }
+    all_err = all_bus;
+    all_err.insert(all_err.end(), all_time.begin(), all_time.end());
+    auto sa = summarize_errors(all_err), sb = summarize_errors(all_bus), st = summarize_errors(all_time);
+    text += fmt::format("\nall rows: {} compared; median |error| {:.1f}%, p90 {:.1f}% (busbw {} rows: median {:.1f}%, "
+                        "p90 {:.1f}%; time {} rows: median {:.1f}%, p90 {:.1f}%)\n",
+                        sa.count, 100 * sa.median_abs, 100 * sa.p90_abs, sb.count, 100 * sb.median_abs,
+                        100 * sb.p90_abs, st.count, 100 * st.median_abs, 100 * st.p90_abs);
+    if (!o->json.empty()) {
+      nlohmann::json rows = nlohmann::json::array();
+      for (const auto& c : all)
+        rows.push_back({{"instance", c.instance}, {"cluster", c.row.cluster}, {"source", c.row.source}, {"op", c.row.op_name},
+                        {"ranks", c.row.ranks}, {"nodes", c.row.nodes}, {"bytes", c.row.bytes}, {"metric", c.metric},
+                        {"published", c.published}, {"predicted", c.predicted}, {"error", c.error()},
+                        {"algorithm", to_string(c.estimate.algorithm)}, {"protocol", to_string(c.estimate.protocol)},
+                        {"file", c.row.file}, {"line", c.row.line}});
+      nlohmann::json j = {{"rows", rows}, {"sources", jsum},
+                          {"overall", {{"rows", sa.count}, {"median_abs_error", sa.median_abs}, {"p90_abs_error", sa.p90_abs}}}};
+      write_output(o->json, j.dump(2) + "\n");
+    }
+    if (o->json != "-") std::cout << text;
+    return 0;
+  };
+}
+
+}  // namespace micsim::cli

@@ -1,0 +1,142 @@
+// nccl-tests logs in every layout, published CSVs, `micsim collective` round trips, calibration.
+#include <doctest/doctest.h>
+
+#include "helpers.hpp"
+#include "models/hardware/catalog.hpp"
+#include "validation/collective_validation.hpp"
+
+using namespace micsim;
+using micsim::test::run_cli;
+using micsim::test::temp_file;
+
+static std::string fixture(const char* name) { return std::string(MICSIM_SOURCE_DIR) + "/tests/data/nccl-tests/" + name; }
+
+TEST_CASE("current format: op, ranks and nodes from the header; out-of-place columns in microseconds") {
+  auto rows = load_nccl_tests(fixture("new_format_all_gather.txt"));
+  REQUIRE(rows.size() == 6);
+  CHECK(rows[0].op == CollectiveOp::AllGather);
+  CHECK(rows[0].ranks == 4);
+  CHECK(rows[0].nodes == 2);
+  CHECK(rows[0].bytes == 1048576);
+  CHECK(*rows[0].time_s == doctest::Approx(210.5e-6));
+  CHECK(*rows[2].busbw == doctest::Approx(7.40e9));  // "#wrong" may be N/A
+  CHECK(*rows[5].time_s == doctest::Approx(102604e-6));  // large times print as integers
+  CHECK(rows[3].line == 17);
+}
+
+TEST_CASE("pre-2.13 format with mpirun prefixes and NCCL INFO noise; op given by the caller") {
+  CHECK_THROWS_AS(load_nccl_tests(fixture("old_format_mpirun.txt")), InputError);  // the log never names its op
+  auto rows = load_nccl_tests(fixture("old_format_mpirun.txt"), {"all_reduce", 0, 0});
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0].ranks == 4);
+  CHECK(rows[0].nodes == 2);
+  CHECK(*rows[1].time_s == doctest::Approx(671.4e-6));
+  CHECK(*rows[2].busbw == doctest::Approx(5.52e9));
+}
+
+TEST_CASE("2017-2019 format: 'bytes N type op' header and milliseconds") {
+  auto rows = load_nccl_tests(fixture("ms_2018.txt"));
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0].op == CollectiveOp::AllReduce);  // from the command echo
+  CHECK(rows[0].ranks == 8);
+  CHECK(rows[0].nodes == 1);
+  CHECK(*rows[0].time_s == doctest::Approx(46e-6));
+}
+
+TEST_CASE("truncated and malformed logs: exit status 2 with the line number") {
+  try {
+    load_nccl_tests(fixture("truncated.txt"));
+    FAIL("expected an error");
+  } catch (const InputError& e) {
+    CHECK(e.where().line == 7);
+  }
+  auto r = run_cli("validate " + fixture("truncated.txt") + " --instance p5.48xlarge");
+  CHECK(r.status == 2);
+  CHECK(r.output.find("truncated.txt:7") != std::string::npos);
+  auto bad = temp_file("bad.csv", "source,cluster,gpus,nodes,collective,bytes,time_us,algbw_GBps,busbw_GBps\n"
+                                  "x,AWS p5.48xlarge,16,2,all_reduce,1024,abc,,\n");
+  auto rb = run_cli("validate " + bad);
+  CHECK(rb.status == 2);
+  CHECK(rb.output.find("bad.csv:2") != std::string::npos);
+  CHECK(rb.output.find("time_us") != std::string::npos);
+  auto empty = temp_file("empty.txt", "# nothing here\n");
+  CHECK(run_cli("validate " + empty + " --instance p5.48xlarge").status == 2);
+}
+
+TEST_CASE("published CSV rows: derived values when only busbw was published") {
+  auto rows = load_nccl_tests(std::string(MICSIM_SOURCE_DIR) + "/validation/data/nccl-tests/azure_ai_benchmarking_guide_1node.csv");
+  REQUIRE(!rows.empty());
+  CHECK_FALSE(rows[0].time_s.has_value());
+  CHECK(rows[0].busbw.has_value());
+  auto t = rows.back().time_or_derived();
+  REQUIRE(t.has_value());
+  CHECK(*t == doctest::Approx(rows.back().bytes * busbw_factor(CollectiveOp::AllReduce, 8) / *rows.back().busbw));
+}
+
+TEST_CASE("micsim collective prints nccl-tests' layout that the parser reads back") {
+  std::string out = "/tmp/micsim-test-" + std::to_string(::getpid()) + "-coll.txt";
+  auto r = run_cli("collective --instance p4d.24xlarge --nodes 4 --op all_gather -b 8 -e 8G -f 2 > " + out);
+  REQUIRE(r.status == 0);
+  auto rows = load_nccl_tests(out);
+  CHECK(rows.size() == 31);  // 8 B .. 8 GiB, factor 2... all_gather rounds the small sizes up to 4 B x 32 ranks
+  CHECK(rows[0].op == CollectiveOp::AllGather);
+  CHECK(rows[0].ranks == 32);
+  CHECK(rows[0].nodes == 4);
+  // busbw = algbw x (n-1)/n, as nccl-tests prints it.
+  const auto& last = rows.back();
+  CHECK(*last.busbw == doctest::Approx(*last.algbw * 31.0 / 32.0).epsilon(0.01));
+  auto j = run_cli("collective --instance p4de.24xlarge --nodes 2 --op all_reduce -b 64M -e 64M --json -");
+  CHECK(j.status == 0);
+  auto js = nlohmann::json::parse(j.output);
+  CHECK(js["rows"][0]["algorithm"] == "tree");
+  auto forced = nlohmann::json::parse(run_cli("collective --instance p4de.24xlarge --nodes 2 --op all_reduce -b 64M -e 64M --algo ring --json -").output);
+  CHECK(forced["rows"][0]["algorithm"] == "ring");
+  CHECK(forced["rows"][0]["time_us"].get<double>() > js["rows"][0]["time_us"].get<double>());
+  CHECK(run_cli("collective --instance p4d.24xlarge --nodes 0").status == 2);
+  CHECK(run_cli("collective --instance p4d.24xlarge --op all_gatherx").status == 2);
+  CHECK(run_cli("collective --instance p4d.24xlarge -b 8X").status == 2);
+}
+
+TEST_CASE("calibrate recovers the network terms that generated a log") {
+  // Generate nccl-tests output with known terms, fit them back from the catalog defaults.
+  std::string truth = temp_file("truth.yaml", "network: {inter_latency_us: 40, inter_efficiency: 0.6, inter_efficiency_at_scale: 0.45}\n");
+  std::string logs;
+  for (int nodes : {2, 4, 8}) {
+    std::string out = "/tmp/micsim-test-" + std::to_string(::getpid()) + "-ag" + std::to_string(nodes) + ".txt";
+    REQUIRE(run_cli("collective --instance p4d.24xlarge --nodes " + std::to_string(nodes) +
+                    " --op all_gather -b 1K -e 4G -f 4 --calibration " + truth + " > " + out).status == 0);
+    logs += " --nccl-tests " + out;
+  }
+  std::string cal = "/tmp/micsim-test-" + std::to_string(::getpid()) + "-fit.yaml";
+  auto r = run_cli("calibrate" + logs + " --instance p4d.24xlarge --out " + cal);
+  REQUIRE(r.status == 0);
+  Calibration c = load_calibration(cal);
+  REQUIRE(c.inter_latency_s.has_value());
+  CHECK(*c.inter_latency_s * 1e6 == doctest::Approx(40).epsilon(0.03));
+  CHECK(*c.inter_efficiency == doctest::Approx(0.6).epsilon(0.03));
+  CHECK(*c.inter_efficiency_at_scale == doctest::Approx(0.45).epsilon(0.03));
+  // The file is loadable from a scenario.
+  std::string sc = temp_file("cal-scenario.yaml",
+                             "cluster: {instance: p4d.24xlarge, nodes: 4}\nmodel: {preset: bert-10b}\n"
+                             "training: {seq_len: 512, micro_batch: 8, global_batch: 256}\nstrategy: {kind: zero3}\n"
+                             "calibration: " + cal + "\n");
+  auto sim = run_cli("simulate " + sc + " --json - -q");
+  CHECK(sim.status == 0);
+  CHECK(sim.output.find("calibration " + cal) != std::string::npos);
+}
+
+TEST_CASE("shipped defaults: median error on the published rows stays within 10 %") {
+  std::vector<NcclTestRow> rows;
+  for (const char* f : {"aws_awsome_distributed_training_nccl_tests_readme.csv", "aws_awsome_distributed_training_aws_batch_p5_1node.csv",
+                        "azure_ai_benchmarking_guide_1node.csv", "gcp_a3mega_2node_allreduce.csv", "gist_jacobkahn_p3dn_efa_2019.csv",
+                        "dstack_docs_examples.csv", "microsoft_mscclpp_ndmv4.csv"}) {
+    auto r = load_nccl_tests(std::string(MICSIM_SOURCE_DIR) + "/validation/data/nccl-tests/" + f);
+    rows.insert(rows.end(), r.begin(), r.end());
+  }
+  auto cmp = compare_collectives(rows, ClusterMap::builtin());
+  std::vector<double> err;
+  for (const auto& c : cmp) err.push_back(c.error());
+  auto s = summarize_errors(err);
+  CHECK(s.count > 200);
+  CHECK(s.median_abs < 0.10);
+}

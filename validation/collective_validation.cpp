@@ -1,0 +1,245 @@
+#include "validation/collective_validation.hpp"
+
+#include <Eigen/Dense>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include "models/hardware/catalog.hpp"
+#include "models/io/yaml_node.hpp"
+
+namespace micsim {
+
+ClusterMap ClusterMap::load(const std::string& path) {
+  YamlNode root = YamlNode::load_file(path);
+  root.check_keys({"clusters"});
+  ClusterMap m;
+  for (const auto& e : root.at("clusters").items()) {
+    e.check_keys({"match", "instance"});
+    std::string inst = e.at("instance").as_string();
+    if (!HardwareCatalog::builtin().find_instance(inst)) e.at("instance").fail("unknown instance '" + inst + "'");
+    m.entries_.emplace_back(e.at("match").as_string(), inst);
+  }
+  return m;
+}
+
+ClusterMap ClusterMap::builtin() {
+  static const ClusterMap m = load(std::string(MICSIM_SOURCE_DIR) + "/validation/data/nccl-tests-clusters.yaml");
+  return m;
+}
+
+std::optional<std::string> ClusterMap::instance_for(const std::string& cluster) const {
+  for (const auto& [match, inst] : entries_)
+    if (cluster.find(match) != std::string::npos) return inst;
+  return std::nullopt;
+}
+
+ErrorSummary summarize_errors(const std::vector<double>& rel) {
+  ErrorSummary s;
+  s.count = rel.size();
+  if (rel.empty()) return s;
+  std::vector<double> a;
+  for (double e : rel) a.push_back(std::fabs(e));
+  std::sort(a.begin(), a.end());
+  auto quantile = [&](double q) {  // linear interpolation between order statistics
+    double pos = q * (a.size() - 1);
+    size_t lo = size_t(std::floor(pos)), hi = size_t(std::ceil(pos));
+    return a[lo] + (a[hi] - a[lo]) * (pos - lo);
+  };
+  s.median_abs = quantile(0.5);
+  s.p90_abs = quantile(0.9);
+  return s;
+}
+
+double predict_time(const NetworkParams& net, const NcclTestRow& row) {
+  CollectiveModel m(net);
+  return m.estimate(row.op, row.bytes, GroupLayout::make(row.ranks, row.nodes)).time_s;
+}
+
+static NetworkParams params_for(const std::string& instance, const Calibration* cal) {
+  NetworkParams net = NetworkParams::from_instance(HardwareCatalog::builtin().instance(instance));
+  if (cal) cal->apply(net);
+  return net;
+}
+
+std::vector<CollectiveComparison> compare_collectives(const std::vector<NcclTestRow>& rows, const ClusterMap& map,
+                                                      const std::string& instance_override, const Calibration* cal) {
+  std::vector<CollectiveComparison> out;
+  for (const auto& r : rows) {
+    if (!r.op_known || r.ranks < 2) continue;
+    std::string inst = instance_override;
+    if (inst.empty()) {
+      auto m = map.instance_for(r.cluster);
+      if (!m) continue;
+      inst = *m;
+    }
+    const InstanceSpec& spec = HardwareCatalog::builtin().instance(inst);
+    if (r.ranks / r.nodes > spec.gpus_per_node) continue;
+    CollectiveComparison c;
+    c.row = r;
+    c.instance = inst;
+    NetworkParams net = params_for(inst, cal);
+    c.estimate = CollectiveModel(net).estimate(r.op, r.bytes, GroupLayout::make(r.ranks, r.nodes));
+    if (r.bytes >= 1024.0 * 1024.0) {
+      auto bus = r.busbw_or_derived();
+      if (!bus || *bus <= 0) continue;
+      c.metric = "busbw";
+      c.published = *bus;
+      c.predicted = c.estimate.busbw();
+    } else if (r.bytes <= 64.0 * 1024.0) {
+      auto t = r.time_or_derived();
+      if (!t || *t <= 0) continue;
+      c.metric = "time";
+      c.published = *t;
+      c.predicted = c.estimate.time_s;
+    } else {
+      continue;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
+namespace {
+
+struct Param {
+  std::string name;
+  std::function<double&(NetworkParams&)> ref;
+  double lo, hi;
+};
+
+}  // namespace
+
+NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>& all_rows, const FitOptions& opt) {
+  NetworkFit fit;
+  const NetworkParams base = NetworkParams::from_instance(inst);
+  // Rows that can inform the fit.
+  for (const auto& r : all_rows) {
+    if (!r.op_known || r.ranks < 2 || r.ranks / r.nodes > inst.gpus_per_node || !r.time_or_derived()) continue;
+    if (r.nodes == 2 && r.op == CollectiveOp::AllReduce && !opt.include_two_node_allreduce) continue;
+    fit.rows.push_back(r);
+  }
+  // A parameter is fitted only when some rows depend on it: latencies on small messages (<= 64 KiB),
+  // efficiencies on large ones (>= 64 MiB), pipeline-step terms on mid sizes (1-256 MiB).
+  auto any = [&](auto pred) {
+    for (const auto& r : fit.rows)
+      if (pred(r)) return true;
+    return false;
+  };
+  const double KiB = 1024, MiB = 1024 * KiB;
+  std::vector<Param> params;
+  if (any([&](const NcclTestRow& r) { return r.nodes > 1 && r.bytes <= 64 * KiB; }))
+    params.push_back({"inter_latency_us", [](NetworkParams& n) -> double& { return n.inter_latency_s; }, 1e-7, 1e-2});
+  if (any([&](const NcclTestRow& r) { return r.nodes > 1 && r.bytes >= 64 * MiB; }))
+    params.push_back({"inter_efficiency", [](NetworkParams& n) -> double& { return n.inter_efficiency; }, 0.05, 1.0});
+  if (any([&](const NcclTestRow& r) { return r.nodes > 1 && r.bytes >= MiB && r.bytes <= 256 * MiB; })) {
+    params.push_back({"inter_ramp_min", [](NetworkParams& n) -> double& { return n.inter_ramp_min; }, 0.05, 1.0});
+    params.push_back({"inter_ramp_half_kib", [](NetworkParams& n) -> double& { return n.inter_ramp_half_bytes; }, 1.0, 1e10});
+  }
+  if (any([&](const NcclTestRow& r) { return r.nodes >= 4 && r.bytes >= 64 * MiB; }))
+    params.push_back({"inter_efficiency_at_scale", [](NetworkParams& n) -> double& { return n.inter_efficiency_at_scale; }, 0.05, 1.0});
+  if (any([&](const NcclTestRow& r) { return r.nodes == 1 && r.bytes >= 64 * MiB; }))
+    params.push_back({"intra_efficiency", [](NetworkParams& n) -> double& { return n.intra_efficiency; }, 0.05, 1.25});
+  if (any([&](const NcclTestRow& r) { return r.nodes == 1 && r.bytes >= MiB && r.bytes <= 256 * MiB; })) {
+    params.push_back({"intra_ramp_min", [](NetworkParams& n) -> double& { return n.intra_ramp_min; }, 0.05, 1.0});
+    params.push_back({"intra_ramp_half_kib", [](NetworkParams& n) -> double& { return n.intra_ramp_half_bytes; }, 1.0, 1e10});
+  }
+  if (any([&](const NcclTestRow& r) { return r.nodes == 1 && r.bytes <= 64 * KiB; }))
+    params.push_back({"call_overhead_us", [](NetworkParams& n) -> double& { return n.call_overhead_s; }, 1e-8, 1e-3});
+  if (base.nvls && any([&](const NcclTestRow& r) { return r.nodes == 1 && r.op == CollectiveOp::AllReduce && r.bytes >= 64 * MiB; }))
+    params.push_back({"nvls_efficiency", [](NetworkParams& n) -> double& { return n.nvls_efficiency; }, 0.05, 2.0});
+  const int P = int(params.size()), R = int(fit.rows.size());
+
+  NetworkParams net = base;
+  // Residual = log(predicted / measured) time. Robust (Huber, delta = 0.1): rows that disagree with
+  // the rest by more than ~10 % (another software stack, a noisy run) pull linearly, not quadratically.
+  const double delta = 0.1;
+  auto residuals = [&](const NetworkParams& n) {
+    Eigen::VectorXd r(R);
+    for (int i = 0; i < R; ++i) {
+      double e = std::log(predict_time(n, fit.rows[i]) / *fit.rows[i].time_or_derived());
+      // sqrt of the Huber loss, with the sign kept, so that least squares on r minimises Huber.
+      double a = std::fabs(e);
+      r[i] = a <= delta ? e : std::copysign(std::sqrt(delta * (2 * a - delta)), e);
+    }
+    return r;
+  };
+  for (const auto& row : fit.rows) fit.before.push_back(predict_time(base, row) / *row.time_or_derived() - 1.0);
+  if (P > 0 && R >= P) {
+    // Levenberg-Marquardt over log-parameters, numerical Jacobian (central differences).
+    Eigen::VectorXd x(P);
+    for (int j = 0; j < P; ++j) {
+      double v = params[j].ref(net);
+      // Start values for terms that are off by default.
+      if (params[j].name.find("ramp_half") != std::string::npos && v <= 0) v = 1 << 20;
+      if (params[j].name.find("ramp_min") != std::string::npos && v >= 1.0) v = 0.5;
+      if (params[j].name == "call_overhead_us" && v <= 0) v = 2e-6;
+      if (v <= 0) v = params[j].lo;
+      x[j] = std::log(std::clamp(v, params[j].lo, params[j].hi));
+    }
+    auto apply = [&](const Eigen::VectorXd& v) {
+      NetworkParams n = base;
+      for (int j = 0; j < P; ++j) params[j].ref(n) = std::clamp(std::exp(v[j]), params[j].lo, params[j].hi);
+      return n;
+    };
+    double lambda = 1e-2;
+    Eigen::VectorXd r = residuals(apply(x));
+    double cost = r.squaredNorm();
+    for (int it = 0; it < 100; ++it) {
+      fit.iterations = it + 1;
+      Eigen::MatrixXd J(R, P);
+      for (int j = 0; j < P; ++j) {
+        Eigen::VectorXd xp = x, xm = x;
+        xp[j] += 1e-4;
+        xm[j] -= 1e-4;
+        J.col(j) = (residuals(apply(xp)) - residuals(apply(xm))) / 2e-4;
+      }
+      Eigen::MatrixXd A = J.transpose() * J;
+      Eigen::VectorXd g = J.transpose() * r;
+      bool improved = false;
+      for (int tries = 0; tries < 12 && !improved; ++tries) {
+        Eigen::MatrixXd D = A;
+        D.diagonal() += lambda * (A.diagonal().array() + 1e-9).matrix();
+        Eigen::VectorXd step = D.ldlt().solve(-g);
+        Eigen::VectorXd xn = x + step;
+        for (int j = 0; j < P; ++j) xn[j] = std::clamp(xn[j], std::log(params[j].lo), std::log(params[j].hi));
+        Eigen::VectorXd rn = residuals(apply(xn));
+        double cn = rn.squaredNorm();
+        if (cn < cost) {
+          improved = true;
+          double rel = (cost - cn) / std::max(cost, 1e-30);
+          x = xn;
+          r = rn;
+          cost = cn;
+          lambda = std::max(lambda / 3, 1e-9);
+          if (rel < 1e-9) it = 1000;
+        } else {
+          lambda *= 4;
+        }
+      }
+      if (!improved) break;
+    }
+    net = apply(x);
+  }
+  for (const auto& row : fit.rows) fit.after.push_back(predict_time(net, row) / *row.time_or_derived() - 1.0);
+  Calibration& c = fit.calibration;
+  c.instance = inst.name;
+  for (const auto& p : params) {
+    fit.fitted.push_back(p.name);
+    if (p.name == "inter_latency_us") c.inter_latency_s = net.inter_latency_s;
+    if (p.name == "inter_efficiency") c.inter_efficiency = net.inter_efficiency;
+    if (p.name == "inter_efficiency_at_scale") c.inter_efficiency_at_scale = net.inter_efficiency_at_scale;
+    if (p.name == "intra_efficiency") c.intra_efficiency = net.intra_efficiency;
+    if (p.name == "call_overhead_us") c.call_overhead_s = net.call_overhead_s;
+    if (p.name == "nvls_efficiency") c.nvls_efficiency = net.nvls_efficiency;
+    if (p.name == "inter_ramp_min") c.inter_ramp_min = net.inter_ramp_min;
+    if (p.name == "inter_ramp_half_kib") c.inter_ramp_half_bytes = net.inter_ramp_half_bytes;
+    if (p.name == "intra_ramp_min") c.intra_ramp_min = net.intra_ramp_min;
+    if (p.name == "intra_ramp_half_kib") c.intra_ramp_half_bytes = net.intra_ramp_half_bytes;
+  }
+  return fit;
+}
+
+}  // namespace micsim

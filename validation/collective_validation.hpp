@@ -1,0 +1,63 @@
+#pragma once
+// Published nccl-tests rows vs the collective model: per row the predicted and published value, and
+// per source the median and 90th-percentile absolute error. Busbw is compared for sizes >= 1 MiB,
+// time for sizes <= 64 KiB (where latency dominates).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/calibration/calibration.hpp"
+#include "validation/nccl_tests.hpp"
+
+namespace micsim {
+
+// Maps published cluster names to catalog instances (validation/data/nccl-tests-clusters.yaml).
+class ClusterMap {
+ public:
+  static ClusterMap load(const std::string& path);
+  static ClusterMap builtin();  // the file shipped in validation/data
+  std::optional<std::string> instance_for(const std::string& cluster) const;
+
+ private:
+  std::vector<std::pair<std::string, std::string>> entries_;
+};
+
+struct CollectiveComparison {
+  NcclTestRow row;
+  std::string instance;
+  std::string metric;          // "busbw" or "time"
+  double published = 0;        // B/s or s
+  double predicted = 0;
+  CollectiveEstimate estimate; // what the model chose
+  double error() const { return (predicted - published) / published; }
+};
+
+struct ErrorSummary {
+  size_t count = 0;
+  double median_abs = 0, p90_abs = 0;
+};
+ErrorSummary summarize_errors(const std::vector<double>& rel_errors);
+
+// Compares every comparable row (known op, mapped cluster, size in one of the two ranges).
+// `instance_override` forces one instance for all rows (for a user's own logs).
+std::vector<CollectiveComparison> compare_collectives(const std::vector<NcclTestRow>& rows, const ClusterMap& map,
+                                                      const std::string& instance_override = "",
+                                                      const Calibration* calibration = nullptr);
+
+// Predicted time of a row's collective with the given network parameters.
+double predict_time(const NetworkParams& net, const NcclTestRow& row);
+
+// Least-squares fit of the network terms for one instance (Eigen, Levenberg-Marquardt on log time).
+struct NetworkFit {
+  Calibration calibration;            // the fitted values
+  std::vector<std::string> fitted;    // names of the parameters that the rows could determine
+  std::vector<NcclTestRow> rows;      // rows used
+  std::vector<double> before, after;  // relative time error per row, catalog defaults vs fitted
+  int iterations = 0;
+};
+struct FitOptions {
+  bool include_two_node_allreduce = false;  // NCCL uses tree there; off by default (see issue notes)
+};
+NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>& rows, const FitOptions& opt = {});
+
+}  // namespace micsim

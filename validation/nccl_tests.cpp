@@ -1,0 +1,254 @@
+#include "validation/nccl_tests.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include "models/io/atomic_file.hpp"
+#include "models/io/csv.hpp"
+#include "models/io/input_error.hpp"
+#include "models/io/yaml_node.hpp"
+
+namespace micsim {
+
+std::optional<double> NcclTestRow::time_or_derived() const {
+  if (time_s) return time_s;
+  if (algbw && *algbw > 0) return bytes / *algbw;
+  if (busbw && *busbw > 0 && op_known) {
+    double f = op == CollectiveOp::Broadcast || op == CollectiveOp::Reduce ? 1.0 : busbw_factor(op, ranks);
+    if (f > 0) return bytes * f / *busbw;
+  }
+  return std::nullopt;
+}
+
+std::optional<double> NcclTestRow::busbw_or_derived() const {
+  if (busbw) return busbw;
+  auto t = time_or_derived();
+  if (t && *t > 0 && op_known) return bytes / *t * busbw_factor(op, ranks);
+  return std::nullopt;
+}
+
+namespace {
+
+std::vector<std::string> split_ws(const std::string& s) {
+  std::istringstream in(s);
+  std::vector<std::string> out;
+  std::string tok;
+  while (in >> tok) out.push_back(tok);
+  return out;
+}
+
+bool parse_number(const std::string& s, double& v) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  v = std::strtod(s.c_str(), &end);
+  return end != s.c_str() && *end == '\0' && std::isfinite(v);
+}
+
+bool is_integer(const std::string& s) {
+  if (s.empty()) return false;
+  size_t i = s[0] == '-' ? 1 : 0;
+  if (i >= s.size()) return false;
+  for (; i < s.size(); ++i)
+    if (!std::isdigit(static_cast<unsigned char>(s[i]))) return false;
+  return true;
+}
+
+// Removes "[1,0]<stdout>:" (mpirun --tag-output) and "0: " (srun) prefixes.
+std::string strip_prefix(const std::string& line) {
+  size_t p = line.find("<stdout>:");
+  if (line.rfind("[", 0) == 0 && p != std::string::npos) return line.substr(p + 9);
+  size_t i = 0;
+  while (i < line.size() && std::isdigit(static_cast<unsigned char>(line[i]))) ++i;
+  if (i > 0 && i + 1 < line.size() && line[i] == ':' && line[i + 1] == ' ') return line.substr(i + 2);
+  return line;
+}
+
+const std::vector<std::string> kOps = {"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce",
+                                       "alltoall", "sendrecv", "gather", "scatter", "hypercube"};
+
+std::string op_from_text(const std::string& s) {
+  for (const auto& op : kOps)
+    if (s.find(op + "_perf") != std::string::npos) return op;
+  return "";
+}
+
+void set_op(NcclTestRow& r, const std::string& name) {
+  r.op_name = name;
+  auto op = parse_collective_op(name);
+  r.op_known = op.has_value();
+  if (op) r.op = *op;
+}
+
+}  // namespace
+
+std::vector<NcclTestRow> parse_nccl_tests_log(const std::string& text, const std::string& file,
+                                              const NcclTestsOptions& opt) {
+  std::istringstream in(text);
+  std::string raw;
+  int lineno = 0;
+  std::string op = opt.op;
+  std::set<std::string> hosts;
+  int ranks = 0;
+  std::vector<std::string> header;  // column names of the result table
+  double time_scale = 1e-6;         // us by default
+  bool saw_unit_line = false;
+  std::vector<NcclTestRow> rows;
+  while (std::getline(in, raw)) {
+    ++lineno;
+    std::string line = strip_prefix(raw);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    auto toks = split_ws(line);
+    if (toks.empty()) continue;
+    if (toks[0][0] == '#') {
+      if (op.empty()) op = op_from_text(line);
+      // "#  Rank  0 Group  0 Pid 6899 on HOST device 0 [...] NVIDIA ..." (older: "#   Rank  0 on HOST device ...")
+      std::string first = toks[0] == "#" && toks.size() > 1 ? toks[1] : toks[0].substr(1);
+      if (first == "Rank") {
+        ++ranks;
+        for (size_t i = 0; i + 1 < toks.size(); ++i)
+          if (toks[i] == "on") hosts.insert(toks[i + 1]);
+        continue;
+      }
+      // The column header: "#  size  count  type  redop  root  time  algbw  busbw  #wrong ..." or
+      // the 2017-2019 "#  bytes  N  type  op  time  algbw  busbw  res".
+      std::vector<std::string> names;
+      for (const auto& t : toks)
+        if (t != "#") names.push_back(t[0] == '#' && t != "#wrong" ? t.substr(1) : t);
+      bool has_time = false, has_busbw = false;
+      for (const auto& n : names) has_time |= n == "time" || n == "cputime", has_busbw |= n == "busbw";
+      if (has_time && has_busbw && !names.empty() && (names[0] == "size" || names[0] == "bytes")) {
+        header = names;
+        if (names[0] == "bytes") time_scale = 1e-3;  // the 2017-2019 format prints milliseconds
+        continue;
+      }
+      if (!header.empty() && line.find("(us)") != std::string::npos) time_scale = 1e-6, saw_unit_line = true;
+      if (!header.empty() && line.find("(ms)") != std::string::npos) time_scale = 1e-3, saw_unit_line = true;
+      continue;
+    }
+    if (!is_integer(toks[0])) {
+      if (op.empty()) op = op_from_text(line);
+      continue;  // NCCL INFO lines, mpirun noise, command echoes
+    }
+    if (header.empty()) {
+      if (toks.size() >= 4 && is_integer(toks[1]))
+        throw InputError({file, lineno, 0}, "", "result row before the column header (is the log cut at the top?)");
+      continue;
+    }
+    // size count type [redop] [root] time algbw busbw wrong [time algbw busbw wrong]
+    size_t i = 0;
+    NcclTestRow r;
+    r.file = file;
+    r.source = file;
+    r.line = lineno;
+    double v;
+    if (!parse_number(toks[i++], v)) throw InputError({file, lineno, 0}, "size", "expected a byte count");
+    r.bytes = v;
+    if (i >= toks.size() || !is_integer(toks[i++]))
+      throw InputError({file, lineno, 0}, "count", "truncated or malformed row: expected an element count");
+    if (i >= toks.size()) throw InputError({file, lineno, 0}, "type", "truncated row: expected a data type");
+    ++i;  // type
+    if (i < toks.size() && !parse_number(toks[i], v)) ++i;  // redop (absent for old all_gather)
+    bool has_root = false;
+    for (const auto& n : header) has_root |= n == "root";
+    if (has_root) ++i;
+    if (i + 2 >= toks.size())
+      throw InputError({file, lineno, 0}, "", fmt::format("truncated row: expected time, algbw and busbw, got {} fields", toks.size()));
+    double t, alg, bus;
+    if (!parse_number(toks[i], t)) throw InputError({file, lineno, 0}, "time", fmt::format("expected a number, got '{}'", toks[i]));
+    if (!parse_number(toks[i + 1], alg)) throw InputError({file, lineno, 0}, "algbw", fmt::format("expected a number, got '{}'", toks[i + 1]));
+    if (!parse_number(toks[i + 2], bus)) throw InputError({file, lineno, 0}, "busbw", fmt::format("expected a number, got '{}'", toks[i + 2]));
+    if (t < 0 || alg < 0 || bus < 0) throw InputError({file, lineno, 0}, "time", "negative value");
+    r.time_s = t * time_scale;
+    r.algbw = alg * 1e9;
+    r.busbw = bus * 1e9;
+    rows.push_back(r);
+  }
+  (void)saw_unit_line;
+  if (header.empty()) throw InputError({file, 0, 0}, "", "no nccl-tests result table found (no '# size ... time algbw busbw' header)");
+  if (rows.empty()) throw InputError({file, lineno, 0}, "", "no result rows after the column header (truncated log?)");
+  if (op.empty())
+    throw InputError({file, 0, 0}, "", "cannot tell which collective this log measures (no '*_perf' in it); pass --op");
+  int nr = opt.ranks > 0 ? opt.ranks : ranks;
+  int nn = opt.nodes > 0 ? opt.nodes : int(hosts.size());
+  if (nr <= 0) throw InputError({file, 0, 0}, "", "no '# Rank N ... on HOST' lines: pass --ranks and --nodes");
+  if (nn <= 0) nn = 1;
+  for (auto& r : rows) {
+    set_op(r, op);
+    r.ranks = nr;
+    r.nodes = nn;
+  }
+  return rows;
+}
+
+std::vector<NcclTestRow> parse_nccl_tests_csv(const std::string& text, const std::string& file) {
+  CsvTable t = parse_csv(text, file);
+  const std::vector<std::string> need = {"source", "cluster", "gpus", "nodes", "collective", "bytes", "time_us",
+                                         "algbw_GBps", "busbw_GBps"};
+  for (const auto& n : need)
+    if (t.column(n) < 0) throw InputError({file, 1, 0}, n, "missing column (expected " + join_choices(need) + ")");
+  std::vector<NcclTestRow> rows;
+  for (const auto& row : t.rows) {
+    auto f = [&](const char* name) -> const std::string& { return row.fields[t.column(name)]; };
+    NcclTestRow r;
+    r.file = file;
+    r.line = row.line;
+    r.source = f("source");
+    r.cluster = f("cluster");
+    set_op(r, f("collective"));
+    double v;
+    auto num = [&](const char* name, bool required) -> std::optional<double> {
+      const std::string& s = f(name);
+      if (s.empty()) {
+        if (required) throw InputError({file, row.line, 0}, name, "required value is empty");
+        return std::nullopt;
+      }
+      if (!parse_number(s, v) || v < 0) throw InputError({file, row.line, 0}, name, fmt::format("expected a number >= 0, got '{}'", s));
+      return v;
+    };
+    r.ranks = int(*num("gpus", true));
+    r.nodes = int(*num("nodes", true));
+    r.bytes = *num("bytes", true);
+    if (auto x = num("time_us", false)) r.time_s = *x * 1e-6;
+    if (auto x = num("algbw_GBps", false)) r.algbw = *x * 1e9;
+    if (auto x = num("busbw_GBps", false)) r.busbw = *x * 1e9;
+    if (r.ranks < 1 || r.nodes < 1 || r.ranks % r.nodes != 0)
+      throw InputError({file, row.line, 0}, "gpus", "expected a positive multiple of nodes");
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+std::vector<NcclTestRow> load_nccl_tests(const std::string& path, const NcclTestsOptions& opt) {
+  std::string text = read_whole_file(path);
+  if (text.rfind("source,cluster,", 0) == 0) return parse_nccl_tests_csv(text, path);
+  return parse_nccl_tests_log(text, path, opt);
+}
+
+std::string nccl_tests_header() {
+  return "#                                                              out-of-place\n"
+         "#       size         count      type   redop    root     time   algbw   busbw\n"
+         "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)\n";
+}
+
+static std::string float_str(double v, int width) {
+  // nccl-tests getFloatStr: 2 decimals when they fit, else 1, else 0.
+  for (int prec = 2; prec >= 0; --prec) {
+    std::string s = fmt::format("{:.{}f}", v, prec);
+    if (int(s.size()) <= width) return s;
+  }
+  return fmt::format("{:.0f}", v);
+}
+
+std::string nccl_tests_line(CollectiveOp op, double bytes, int elem_size, double time_s, double factor) {
+  const bool reduces = op == CollectiveOp::AllReduce || op == CollectiveOp::ReduceScatter || op == CollectiveOp::Reduce;
+  const bool rooted = op == CollectiveOp::Broadcast || op == CollectiveOp::Reduce;
+  const double algbw = time_s > 0 ? bytes / time_s / 1e9 : 0;
+  return fmt::format("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}  {:>7}  {:>6}  {:>6}\n", int64_t(bytes),
+                     int64_t(bytes / elem_size), "float", reduces ? "sum" : "none", rooted ? "0" : "-1",
+                     float_str(time_s * 1e6, 7), float_str(algbw, 6), float_str(algbw * factor, 6));
+}
+
+}  // namespace micsim

@@ -1,0 +1,48 @@
+#pragma once
+// Reads nccl-tests results: the text that all_reduce_perf & co. print (every layout in
+// ../shared/reference/nccl-and-compute.md §1: >= v2.13 with root/#wrong, older with error and no
+// root, 2017-2019 with time in ms, mpirun/srun prefixes) and the published CSV rows
+// (source,cluster,gpus,nodes,collective,bytes,time_us,algbw_GBps,busbw_GBps).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/collective/collective.hpp"
+
+namespace micsim {
+
+struct NcclTestRow {
+  CollectiveOp op = CollectiveOp::AllReduce;
+  std::string op_name;            // as published (all_reduce, alltoall, sendrecv, ...)
+  bool op_known = false;          // op is one micsim models
+  int ranks = 0, nodes = 0;
+  double bytes = 0;               // nccl-tests `size`
+  std::optional<double> time_s;   // out-of-place time
+  std::optional<double> busbw;    // bytes/s
+  std::optional<double> algbw;    // bytes/s
+  std::string cluster;            // CSV only
+  std::string source;             // CSV: citation; log: file name
+  std::string file;
+  int line = 0;
+  // Time, or derived from busbw/algbw when only those were published.
+  std::optional<double> time_or_derived() const;
+  std::optional<double> busbw_or_derived() const;
+};
+
+struct NcclTestsOptions {
+  std::string op;        // force the collective when a log does not say it ("" = detect)
+  int ranks = 0;         // force when the log has no "Rank ... on HOST" lines
+  int nodes = 0;
+};
+
+// A text log or a CSV file (decided by content). Errors are InputError with file:line.
+std::vector<NcclTestRow> load_nccl_tests(const std::string& path, const NcclTestsOptions& opt = {});
+std::vector<NcclTestRow> parse_nccl_tests_log(const std::string& text, const std::string& file,
+                                              const NcclTestsOptions& opt = {});
+std::vector<NcclTestRow> parse_nccl_tests_csv(const std::string& text, const std::string& file);
+
+// Formats rows in nccl-tests' own column layout (out-of-place block), for `micsim collective`.
+std::string nccl_tests_header();
+std::string nccl_tests_line(CollectiveOp op, double bytes, int elem_size, double time_s, double busbw_factor);
+
+}  // namespace micsim
