@@ -22,6 +22,7 @@ struct GraphBuilder {
       c.time_s = dur;
       c.uses_intra = intra;
       c.uses_inter = inter;
+      c.estimate.bottleneck = inter ? Tier::Inter : Tier::Intra;
       costs.comm.push_back(c);
       g.comm_ops.push_back({});
     }
@@ -55,11 +56,20 @@ TEST_CASE("prefetch pipeline: gathers overlap compute, the critical path is clos
   }
 }
 
-TEST_CASE("collectives on the same tier take turns; on different tiers they overlap") {
+TEST_CASE("collectives on the same tier share it fairly; on different tiers they overlap") {
   GraphBuilder same;
   same.add(TaskKind::ParamAllGather, StreamId::Gather, 1.0, {}, true, false);
   same.add(TaskKind::GradReduceScatter, StreamId::Reduce, 1.0, {}, true, false);
-  CHECK(run_analytic(same.g, same.costs).iteration_time_s == doctest::Approx(2.0));
+  auto ts = run_analytic(same.g, same.costs);
+  CHECK(ts.iteration_time_s == doctest::Approx(2.0));  // both at half speed: both end at 2
+  CHECK(ts.tasks[0].end == doctest::Approx(2.0));
+  CHECK(ts.tasks[1].end == doctest::Approx(2.0));
+  GraphBuilder unequal;  // a short one next to a long one: 2 x 0.5 for the short, the long one delayed by 0.5
+  unequal.add(TaskKind::GradReduceScatter, StreamId::Reduce, 3.0, {}, false, true);
+  unequal.add(TaskKind::ParamAllGather, StreamId::Gather, 0.5, {}, false, true);
+  auto tu = run_analytic(unequal.g, unequal.costs);
+  CHECK(tu.tasks[1].end == doctest::Approx(1.0));
+  CHECK(tu.tasks[0].end == doctest::Approx(3.5));
   GraphBuilder diff;
   diff.add(TaskKind::ParamAllGather, StreamId::Gather, 1.0, {}, true, false);
   diff.add(TaskKind::GradAllReduce, StreamId::Reduce, 1.0, {}, false, true);

@@ -10,7 +10,7 @@ bool Calibration::empty() const {
   return !intra_efficiency && !intra_latency_scale && !inter_efficiency && !inter_efficiency_at_scale && !inter_latency_s && !nvls_efficiency &&
          !intra_ramp_min && !intra_ramp_half_bytes && !inter_ramp_min && !inter_ramp_half_bytes && !call_overhead_s &&
          !gemm_efficiency && !gemm_dim_half && !gemm_overhead_s && !attention_efficiency && !hbm_efficiency &&
-         !kernel_overhead_s;
+         !kernel_overhead_s && !interference;
 }
 
 void Calibration::apply(NetworkParams& net) const {
@@ -37,7 +37,9 @@ void Calibration::apply(ComputeCalibration& c) const {
   if (attention_efficiency) c.attention_efficiency = *attention_efficiency;
   if (hbm_efficiency) c.hbm_efficiency = *hbm_efficiency;
   if (kernel_overhead_s) c.kernel_overhead_s = *kernel_overhead_s;
-  if (gemm_efficiency || gemm_dim_half || gemm_overhead_s || attention_efficiency || hbm_efficiency || kernel_overhead_s)
+  if (interference) c.interference = *interference;
+  if (gemm_efficiency || gemm_dim_half || gemm_overhead_s || attention_efficiency || hbm_efficiency || kernel_overhead_s ||
+      interference)
     c.source = "calibration " + path;
 }
 
@@ -66,13 +68,14 @@ Calibration load_calibration(const std::string& path) {
   }
   if (auto cmp = root.get("compute")) {
     cmp->check_keys({"gemm_efficiency", "gemm_dim_half", "gemm_overhead_us", "attention_efficiency",
-                     "hbm_efficiency", "kernel_overhead_us"});
+                     "hbm_efficiency", "kernel_overhead_us", "interference"});
     if (auto v = cmp->get("gemm_efficiency")) c.gemm_efficiency = v->as_double_in(0.01, 1.0);
     if (auto v = cmp->get("gemm_dim_half")) c.gemm_dim_half = v->as_double_in(0.0, 1e5);
     if (auto v = cmp->get("gemm_overhead_us")) c.gemm_overhead_s = v->as_double_in(0.0, 1e5) * 1e-6;
     if (auto v = cmp->get("attention_efficiency")) c.attention_efficiency = v->as_double_in(0.01, 1.0);
     if (auto v = cmp->get("hbm_efficiency")) c.hbm_efficiency = v->as_double_in(0.01, 1.0);
     if (auto v = cmp->get("kernel_overhead_us")) c.kernel_overhead_s = v->as_double_in(0.0, 1e5) * 1e-6;
+    if (auto v = cmp->get("interference")) c.interference = v->as_double_in(0.0, 0.95);
   }
   return c;
 }
@@ -102,6 +105,7 @@ std::string Calibration::to_yaml() const {
   put(cmp, "attention_efficiency", attention_efficiency);
   put(cmp, "hbm_efficiency", hbm_efficiency);
   put(cmp, "kernel_overhead_us", kernel_overhead_s, 1e6);
+  put(cmp, "interference", interference);
   if (!net.empty()) out += "network:\n" + net;
   if (!cmp.empty()) out += "compute:\n" + cmp;
   return out;

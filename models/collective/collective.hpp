@@ -87,6 +87,8 @@ struct CollectiveEstimate {
   double intra_bytes_per_gpu = 0;       // bytes each GPU sends over NVLink/NVSwitch
   double inter_bytes_per_node = 0;      // bytes each node sends through its NICs, for this group
   Tier bottleneck = Tier::Intra;        // tier whose transfer time dominates
+  double intra_time_s = 0;              // transfer time on each tier (protocol and ramp included);
+  double inter_time_s = 0;              // time_s = latency_s + max(intra_time_s, inter_time_s)
   double algbw() const { return time_s > 0 ? bytes / time_s : 0; }
   double busbw() const;
 };

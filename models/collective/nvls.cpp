@@ -36,6 +36,8 @@ std::optional<CollectiveEstimate> estimate_nvls(const NetworkParams& net, Collec
   }
   e.latency_s += net.call_overhead_s;
   e.time_s = e.latency_s + std::max(t_intra, t_inter);
+  e.intra_time_s = t_intra;
+  e.inter_time_s = t_inter;
   return e;
 }
 

@@ -60,6 +60,9 @@ std::optional<CollectiveEstimate> estimate_ring(const NetworkParams& net, Collec
     lat *= nccl::ring_plateau_factor(net.arch);
   e.latency_s = lat + net.call_overhead_s;
   e.time_s = e.latency_s + t_bw;
+  const double raw = std::max(t_intra, t_inter), scale = raw > 0 ? t_bw / raw : 0.0;
+  e.intra_time_s = t_intra * scale;
+  e.inter_time_s = t_inter * scale;
   return e;
 }
 

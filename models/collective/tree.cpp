@@ -30,6 +30,7 @@ std::optional<CollectiveEstimate> estimate_tree(const NetworkParams& net, Collec
   const double t_inter = k > 1 ? e.inter_bytes_per_node / (net.inter_bandwidth_for(g) * eff_inter) : 0.0;
   e.bottleneck = t_inter > t_intra ? Tier::Inter : Tier::Intra;
   double t_bw = std::max(t_intra, t_inter);
+  if (t_bw <= 0) t_bw = 0;
 
   // Protocols: LL128 keeps 7/9 (one node) or 120/128 of the bandwidth, LL a quarter of it (NCCL: /3.8);
   // per-channel caps bound the chain's 2S. The fabric efficiency already holds what large Simple
@@ -51,6 +52,9 @@ std::optional<CollectiveEstimate> estimate_tree(const NetworkParams& net, Collec
   e.latency_s = nccl::base_latency(NcclAlgorithm::Tree, proto) +
                 2.0 * ((r - 1) * intra_lat + std::log2(double(k)) * inter_lat) + net.call_overhead_s;
   e.time_s = e.latency_s + t_bw;
+  const double raw = std::max(t_intra, t_inter), scale = raw > 0 ? t_bw / raw : 0.0;
+  e.intra_time_s = t_intra * scale;
+  e.inter_time_s = t_inter * scale;
   return e;
 }
 

@@ -22,6 +22,10 @@ struct ComputeCalibration {
   double flash_backward_extra = 0.25; // FlashAttention backward recomputes QK^T: +25 % of its matmul work
   double hbm_efficiency = 0.8;        // memory-bound kernels' fraction of HBM bandwidth
   double kernel_overhead_s = 2e-6;    // per launch of a memory-bound kernel (launch gaps)
+  // Fraction of compute speed lost while a collective runs on the same GPU (NCCL kernels take SMs and
+  // HBM bandwidth: 16-32 of an A100's 108 SMs; Echo measured 1.38-1.48x kernel slowdowns under
+  // overlap, arXiv 2412.12487). Applied by both engines; calibratable.
+  double interference = 0.15;
   std::string source = "default";     // where these numbers come from (catalog default or calibration file)
 
   static ComputeCalibration defaults_for(const GpuSpec& gpu);

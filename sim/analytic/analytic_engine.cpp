@@ -4,29 +4,109 @@
 
 namespace micsim {
 
+namespace {
+
+// Communication busy time of this GPU as a sorted union of intervals, built as tasks are placed.
+class BusyIntervals {
+ public:
+  void add(double a, double b) {
+    if (b <= a) return;
+    auto it = std::lower_bound(iv_.begin(), iv_.end(), std::make_pair(a, a));
+    if (it != iv_.begin() && std::prev(it)->second >= a) --it;
+    while (it != iv_.end() && it->first <= b) {
+      a = std::min(a, it->first);
+      b = std::max(b, it->second);
+      it = iv_.erase(it);
+    }
+    iv_.insert(it, {a, b});
+  }
+  // End of a compute task of `work` seconds started at `s`: at full speed outside communication,
+  // at (1 - gamma) of it inside.
+  double finish(double s, double work, double gamma) const {
+    if (gamma <= 0 || iv_.empty()) return s + work;
+    double t = s, left = work;
+    auto it = std::lower_bound(iv_.begin(), iv_.end(), std::make_pair(s, s));
+    if (it != iv_.begin() && std::prev(it)->second > s) --it;
+    for (; it != iv_.end(); ++it) {
+      if (t < it->first) {
+        if (left <= it->first - t) return t + left;
+        left -= it->first - t;
+        t = it->first;
+      }
+      double cap = (it->second - t) * (1.0 - gamma);
+      if (left <= cap) return t + left / (1.0 - gamma);
+      left -= cap;
+      t = it->second;
+    }
+    return t + left;
+  }
+
+ private:
+  std::vector<std::pair<double, double>> iv_;
+};
+
+}  // namespace
+
 StepTimeline run_analytic(const TaskGraph& g, const OpCosts& costs) {
   StepTimeline t;
   t.tasks.resize(g.size());
   double stream_free[kStreamCount] = {0, 0, 0};
-  double intra_free = 0, inter_free = 0;
+  // The collective occupying each tier (NVLink, NICs) last, and whether its end may still move: it may
+  // until some placed task depends on it.
+  struct Occupant {
+    int64_t task = -1;
+    bool locked = true;
+  };
+  Occupant tier[2][kStreamCount];  // latest collective per tier and per stream
+  std::vector<int64_t> stream_last(kStreamCount, -1);
+  BusyIntervals comm_busy;
+  auto lock = [&](uint32_t dep) {
+    for (auto& per_tier : tier)
+      for (auto& o : per_tier)
+        if (o.task == int64_t(dep)) o.locked = true;
+  };
   for (size_t i = 0; i < g.size(); ++i) {
     const Task& task = g[i];
     double ready = stream_free[int(task.stream)];
-    for (uint32_t d = task.deps_begin; d < task.deps_end; ++d) ready = std::max(ready, t.tasks[g.deps[d]].end);
-    const bool comm = !is_compute(task.kind);
-    const CommCost* cc = comm ? &costs.comm[task.op] : nullptr;
-    if (cc) {
-      if (cc->uses_intra) ready = std::max(ready, intra_free);
-      if (cc->uses_inter) ready = std::max(ready, inter_free);
+    if (stream_last[int(task.stream)] >= 0) lock(uint32_t(stream_last[int(task.stream)]));
+    for (uint32_t d = task.deps_begin; d < task.deps_end; ++d) {
+      ready = std::max(ready, t.tasks[g.deps[d]].end);
+      lock(g.deps[d]);
     }
-    const double end = ready + costs.duration(g, task);
+    double end;
+    if (task.stream == StreamId::Compute) {
+      end = comm_busy.finish(ready, costs.duration(g, task), costs.interference);
+    } else if (is_compute(task.kind)) {
+      end = ready + costs.duration(g, task);  // a copy on a communication stream
+    } else {
+      // Collectives share their bottleneck tier fairly with one still running on the other stream:
+      // both run at half speed until the shorter is done (NCCL kernels on two streams do the same).
+      const CommCost& cc = costs.comm[task.op];
+      const double d = cc.time_s;
+      const int x = cc.estimate.bottleneck == Tier::Inter ? 1 : 0;
+      const int other = task.stream == StreamId::Gather ? int(StreamId::Reduce) : int(StreamId::Gather);
+      Occupant& occ = tier[x][other];
+      end = ready + d;
+      if ((cc.uses_intra || cc.uses_inter) && occ.task >= 0 && t.tasks[occ.task].end > ready) {
+        const double rem = t.tasks[occ.task].end - ready;  // the other's remaining time alone
+        if (d <= rem) {
+          end = ready + 2 * d;
+          if (!occ.locked) t.tasks[occ.task].end += d;
+        } else {
+          end = ready + rem + d;
+          if (!occ.locked) t.tasks[occ.task].end = ready + 2 * rem;
+        }
+        if (!occ.locked) comm_busy.add(t.tasks[occ.task].start, t.tasks[occ.task].end);
+      }
+      comm_busy.add(ready, end);
+      if (cc.uses_intra || cc.uses_inter) tier[x][int(task.stream)] = Occupant{int64_t(i), false};
+    }
     t.tasks[i] = {ready, end};
     stream_free[int(task.stream)] = end;
-    if (cc) {
-      if (cc->uses_intra) intra_free = end;
-      if (cc->uses_inter) inter_free = end;
-    }
+    stream_last[int(task.stream)] = int64_t(i);
   }
+  // A revised end may have moved past its stream's later tasks' start only if they were unlocked;
+  // stream times are final here.
   summarize_timeline(g, t);
   return t;
 }

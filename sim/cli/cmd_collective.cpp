@@ -9,9 +9,12 @@
 #include "models/calibration/calibration.hpp"
 #include "models/hardware/catalog.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/des/des_engine.hpp"
 #include "validation/nccl_tests.hpp"
 
 namespace micsim::cli {
+
+using des::simgrid_collective_times;
 
 // nccl-tests size syntax: 8, 64K, 1M, 8G (binary multiples).
 double parse_size(const std::string& flag, const std::string& s) {
@@ -84,8 +87,8 @@ Runner add_collective(CLI::App& app) {
       else if (o->proto == "Simple") choice.protocol = Protocol::Simple;
       else throw InputError({"--proto " + o->proto, 0, 0}, "proto", "expected LL | LL128 | Simple");
     }
-    if (o->engine != "analytic")
-      throw InputError({"--engine " + o->engine, 0, 0}, "engine", "this version runs collectives with the analytic engine only");
+    if (o->engine != "analytic" && o->engine != "simgrid")
+      throw InputError({"--engine " + o->engine, 0, 0}, "engine", "expected analytic or simgrid");
     NetworkParams net = NetworkParams::from_instance(inst);
     if (!o->calibration.empty()) load_calibration(o->calibration).apply(net);
     CollectiveModel model(net);
@@ -101,11 +104,22 @@ Runner add_collective(CLI::App& app) {
     nlohmann::json rows = nlohmann::json::array();
     // Sizes as nccl-tests steps them: multiply by the factor, rounded to whole elements per rank.
     const int elem = 4;
+    std::vector<double> sizes;
+    std::vector<CollectiveEstimate> estimates;
     for (double b = lo; b <= hi * (1 + 1e-12); b *= factor) {
       double bytes = std::max<double>(elem, std::floor(b / elem) * elem);
       if (*op == CollectiveOp::AllGather || *op == CollectiveOp::ReduceScatter)
         bytes = std::max<double>(double(elem) * ranks, std::floor(bytes / (elem * ranks)) * elem * ranks);
-      CollectiveEstimate e = model.estimate(*op, bytes, layout, choice);
+      sizes.push_back(bytes);
+      estimates.push_back(model.estimate(*op, bytes, layout, choice));
+    }
+    std::vector<double> times;
+    for (const auto& e : estimates) times.push_back(e.time_s);
+    if (o->engine == "simgrid") times = simgrid_collective_times(inst, o->nodes, g, net, estimates);
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      const double bytes = sizes[i];
+      CollectiveEstimate e = estimates[i];
+      e.time_s = times[i];
       double f = (*op == CollectiveOp::Broadcast || *op == CollectiveOp::Reduce) ? 1.0 : busbw_factor(*op, ranks);
       text += nccl_tests_line(*op, bytes, elem, e.time_s, f);
       rows.push_back({{"size_bytes", bytes}, {"count", int64_t(bytes / elem)}, {"time_us", e.time_s * 1e6},
@@ -115,7 +129,7 @@ Runner add_collective(CLI::App& app) {
     }
     if (!o->json.empty()) {
       nlohmann::json j = {{"instance", inst.name}, {"nodes", o->nodes}, {"gpus_per_node", g}, {"op", o->op},
-                          {"engine", "analytic"}, {"network_source", net.source}, {"rows", rows}};
+                          {"engine", o->engine}, {"network_source", net.source}, {"rows", rows}};
       write_output(o->json, j.dump(2) + "\n");
     }
     if (o->json != "-") std::cout << text;

@@ -6,7 +6,9 @@
 
 #include "models/io/atomic_file.hpp"
 #include "sim/cli/commands.hpp"
+#include "sim/des/simulate_simgrid.hpp"
 #include "sim/report/report.hpp"
+#include "sim/report/trace.hpp"
 #include "sim/simulation.hpp"
 
 namespace micsim::cli {
@@ -34,13 +36,27 @@ Runner add_simulate(CLI::App& app) {
     for (const auto& w : sc.warnings) std::cerr << "micsim: warning: " << w << "\n";
     EngineKind engine = sc.engine;
     if (!o->engine.empty()) engine = o->engine == "analytic" ? EngineKind::Analytic : EngineKind::SimGrid;
-    if (engine == EngineKind::SimGrid)
-      throw InputError({o->engine.empty() ? o->scenario : "--engine", 0, 0}, "engine",
-                       "the simgrid engine is not built into this version; use --engine analytic");
-    if (!o->trace.empty())
-      throw InputError({"--trace", 0, 0}, "", "traces come from the simgrid engine, which this version lacks");
+    if (engine == EngineKind::Analytic && !sc.what_if.empty())
+      std::cerr << "micsim: warning: what_if (slow nodes, degraded links) needs --engine simgrid; the analytic engine ignores it\n";
     PreparedSimulation prep = prepare_simulation(sc);
-    SimulationResult r = simulate_analytic(prep);
+    SimulationResult r;
+    std::string trace;
+    if (engine == EngineKind::Analytic) {
+      r = simulate_analytic(prep);
+      if (!o->trace.empty()) trace = chrome_trace(prep, {{0, &r.timeline}}, "analytic");
+    } else {
+      des::DesOutcome details;
+      r = simulate_simgrid(prep, !o->trace.empty(), &details);
+      if (!o->trace.empty()) {
+        std::vector<TracedNode> nodes;
+        for (size_t n = 0; n < details.nodes.size(); ++n) nodes.push_back({int(n), &details.nodes[n]});
+        trace = chrome_trace(prep, nodes, "simgrid");
+      }
+      r.sources.push_back(fmt::format("simgrid engine: {} nodes, {} flows, {:.2f} s wall, {} MiB peak memory; critical node {}",
+                                      sc.cluster.nodes, details.flows, details.wall_s, details.peak_rss_kib / 1024,
+                                      details.critical_node));
+    }
+    if (!o->trace.empty()) write_output(o->trace, trace);
     if (!o->json.empty()) write_output(o->json, to_json(r).dump(2) + "\n");
     if (!o->quiet && o->json != "-") std::cout << format_summary(r);
     return 0;

@@ -5,6 +5,7 @@ namespace micsim {
 OpCosts cost_operations(const TaskGraph& g, const Workload& w, const ParallelLayout& l, const ComputeModel& compute,
                         const CollectiveModel& collectives, bool flash, Optimizer optimizer) {
   OpCosts c;
+  c.interference = compute.calibration().interference;
   for (const auto& op : g.compute_ops) {
     double t = 0;
     switch (op.pass) {

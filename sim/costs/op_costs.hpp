@@ -20,6 +20,7 @@ struct CommCost {
 struct OpCosts {
   std::vector<double> compute_s;   // per TaskGraph::compute_ops
   std::vector<CommCost> comm;      // per TaskGraph::comm_ops
+  double interference = 0;         // compute speed lost while a collective runs (ComputeCalibration)
   double duration(const TaskGraph& g, const Task& t) const {
     return is_compute(t.kind) ? compute_s[t.op] : comm[t.op].time_s;
   }

@@ -8,6 +8,7 @@
 #include "models/calibration/calibration.hpp"
 #include "models/compute/compute_model.hpp"
 #include "models/hardware/hardware.hpp"
+#include "models/hardware/topology.hpp"
 #include "models/workload/model_spec.hpp"
 #include "sim/strategy/strategy.hpp"
 
@@ -18,6 +19,19 @@ const char* to_string(EngineKind e);
 
 struct FabricOptions {
   double oversubscription = 1.0;   // leaf-to-spine oversubscription of the fat tree (>= 1)
+  int nodes_per_leaf = 16;         // nodes under one leaf (top-of-rack) switch
+  bool scattered = true;           // cloud placement: consecutive nodes on different leaves
+};
+
+// What-if knobs (honoured by the simgrid engine; the analytic engine warns and ignores them).
+struct SlowNode {
+  int node = 0;
+  double compute_factor = 1.0;     // compute takes this many times longer on that node (>= 1)
+};
+struct WhatIf {
+  std::vector<SlowNode> slow_nodes;
+  std::vector<Degradation> degraded;
+  bool empty() const { return slow_nodes.empty() && degraded.empty(); }
 };
 
 struct ClusterSpec {
@@ -44,6 +58,7 @@ struct Scenario {
   ModelSpec model;
   TrainingSpec training;
   StrategySpec strategy;
+  WhatIf what_if;
   EngineKind engine = EngineKind::Analytic;
   Calibration calibration;         // empty when none
   std::vector<std::string> warnings;  // keys ignored for this strategy, etc.

@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <functional>
 
 #include "models/hardware/catalog.hpp"
 #include "models/io/atomic_file.hpp"
@@ -41,8 +42,10 @@ ClusterSpec parse_cluster(const YamlNode& n) {
   }
   c.nodes = static_cast<int>(n.at("nodes").as_int_in(1, 1 << 20));
   if (auto f = n.get("fabric")) {
-    f->check_keys({"oversubscription"});
+    f->check_keys({"oversubscription", "nodes_per_leaf", "placement"});
     if (auto o = f->get("oversubscription")) c.fabric.oversubscription = o->as_double_in(1.0, 1024.0);
+    if (auto o = f->get("nodes_per_leaf")) c.fabric.nodes_per_leaf = static_cast<int>(o->as_int_in(1, 1 << 16));
+    if (auto o = f->get("placement")) c.fabric.scattered = o->as_choice({"scattered", "packed"}) == "scattered";
   }
   return c;
 }
@@ -174,8 +177,34 @@ StrategySpec parse_strategy(const YamlNode& n, const ClusterSpec& c, std::vector
   return s;
 }
 
+WhatIf parse_what_if(const YamlNode& n, const ClusterSpec& c) {
+  // Single entries as mappings (so --set what_if.slow_node.node=3 works) or lists of them.
+  n.check_keys({"slow_node", "degraded_nic", "degraded_nvlink", "degraded_uplink"});
+  WhatIf w;
+  auto each = [](const YamlNode& node, const std::function<void(const YamlNode&)>& f) {
+    if (node.is_sequence()) for (const auto& item : node.items()) f(item);
+    else f(node);
+  };
+  const int leaves = (c.nodes + c.fabric.nodes_per_leaf - 1) / c.fabric.nodes_per_leaf;
+  if (auto s = n.get("slow_node")) each(*s, [&](const YamlNode& e) {
+      e.check_keys({"node", "compute_factor"});
+      w.slow_nodes.push_back({static_cast<int>(e.at("node").as_int_in(0, c.nodes - 1)), e.at("compute_factor").as_double_in(1.0, 1000.0)});
+    });
+  auto degraded = [&](const char* key, LinkKind kind, const char* where, int count) {
+    if (auto s = n.get(key)) each(*s, [&](const YamlNode& e) {
+        e.check_keys({where, "bandwidth_factor"});
+        w.degraded.push_back({kind, static_cast<int>(e.at(where).as_int_in(0, count - 1)),
+                              e.at("bandwidth_factor").as_double_in(0.001, 1.0)});
+      });
+  };
+  degraded("degraded_nic", LinkKind::NicPort, "node", c.nodes);
+  degraded("degraded_nvlink", LinkKind::NvLink, "node", c.nodes);
+  degraded("degraded_uplink", LinkKind::LeafUplink, "leaf", leaves);
+  return w;
+}
+
 Scenario parse_scenario(const YamlNode& root) {
-  root.check_keys({"name", "cluster", "model", "training", "strategy", "engine", "calibration", "plan"});
+  root.check_keys({"name", "cluster", "model", "training", "strategy", "engine", "calibration", "what_if", "plan"});
   Scenario sc;
   sc.file = root.source() ? root.source()->file : "";
   if (auto n = root.get("name")) sc.name = n->as_string();
@@ -184,6 +213,7 @@ Scenario parse_scenario(const YamlNode& root) {
   YamlNode training = root.at("training");
   sc.training = parse_training(training, sc.cluster.instance.gpu);
   sc.strategy = parse_strategy(root.at("strategy"), sc.cluster, sc.warnings);
+  if (auto w = root.get("what_if")) sc.what_if = parse_what_if(*w, sc.cluster);
   if (auto e = root.get("engine"))
     sc.engine = e->as_choice({"analytic", "simgrid"}) == "analytic" ? EngineKind::Analytic : EngineKind::SimGrid;
   if (auto c = root.get("calibration")) {

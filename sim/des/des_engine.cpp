@@ -1,0 +1,231 @@
+#include "sim/des/des_engine.hpp"
+
+#include <fmt/format.h>
+#include <simgrid/s4u.hpp>
+#include <xbt/log.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+
+#include "models/collective/flows.hpp"
+#include "sim/des/platform.hpp"
+
+namespace sg4 = simgrid::s4u;
+
+namespace micsim::des {
+
+std::vector<int> group_nodes(GroupKind g, const ParallelLayout& l, int node) {
+  std::vector<int> out;
+  const int k = l.partition_group_nodes();
+  switch (g) {
+    case GroupKind::World:
+      for (int n = 0; n < l.nodes; ++n) out.push_back(n);
+      break;
+    case GroupKind::Partition:
+    case GroupKind::InterNode:
+      for (int n = node / k * k; n < node / k * k + k; ++n) out.push_back(n);
+      break;
+    case GroupKind::Replication:
+      if (l.partition_size >= l.gpus_per_node) {
+        for (int n = node % k; n < l.nodes; n += k) out.push_back(n);
+      } else {
+        for (int n = 0; n < l.nodes; ++n) out.push_back(n);
+      }
+      break;
+    case GroupKind::IntraNode:
+      out.push_back(node);
+      break;
+  }
+  return out;
+}
+
+namespace {
+
+struct NodeState {
+  std::vector<double> start, end;
+  std::vector<char> done;
+  sg4::MutexPtr mutex;
+  sg4::ConditionVariablePtr cv;
+  int active_comms = 0;
+};
+
+struct Rendezvous {
+  int arrived = 0;
+  sg4::SemaphorePtr finished;
+};
+
+class Run {
+ public:
+  Run(const PreparedSimulation& p, const ClusterTopology& topo, const Platform& plat, double interference_speed)
+      : p_(p), g_(p.graph), topo_(topo), plat_(plat), nodes_(p.layout.nodes), speed_(interference_speed) {
+    state_.resize(nodes_);
+    for (auto& s : state_) {
+      s.start.assign(g_.size(), 0);
+      s.end.assign(g_.size(), 0);
+      s.done.assign(g_.size(), 0);
+      s.mutex = sg4::Mutex::create();
+      s.cv = sg4::ConditionVariable::create();
+    }
+    for (size_t i = 0; i < g_.size(); ++i) by_stream_[int(g_[i].stream)].push_back(uint32_t(i));
+    ctx_.gpus_per_node = topo.gpus_per_node;
+    ctx_.nic_links = topo.nic_links;
+    const auto& inst = p.scenario.cluster.instance;
+    ctx_.nvlink_bytes_per_s = inst.intra.bytes_per_s_per_gpu;
+    ctx_.nic_link_bytes_per_s = inst.network.node_bytes_per_s() / topo.nic_links;
+    compute_factor_.assign(nodes_, 1.0);
+    for (const auto& s : p.scenario.what_if.slow_nodes)
+      if (s.node < nodes_) compute_factor_[s.node] *= s.compute_factor;
+  }
+
+  void spawn() {
+    for (int n = 0; n < nodes_; ++n)
+      for (int s = 0; s < kStreamCount; ++s)
+        sg4::Actor::create(fmt::format("node{}-{}", n, to_string(StreamId(s))), plat_.compute[n],
+                           [this, n, s] { stream_actor(n, s); });
+  }
+
+  std::vector<NodeState>& state() { return state_; }
+  size_t flows() const { return flows_; }
+
+ private:
+  const PreparedSimulation& p_;
+  const TaskGraph& g_;
+  const ClusterTopology& topo_;
+  const Platform& plat_;
+  int nodes_;
+  double speed_;
+  std::vector<NodeState> state_;
+  std::vector<uint32_t> by_stream_[kStreamCount];
+  std::map<std::pair<uint32_t, int>, Rendezvous> rendezvous_;
+  FlowContext ctx_;
+  std::vector<double> compute_factor_;
+  size_t flows_ = 0;
+
+  void wait_for(int n, uint32_t dep) {
+    NodeState& s = state_[n];
+    if (s.done[dep]) return;
+    std::unique_lock<sg4::Mutex> lock(*s.mutex);
+    s.cv->wait(lock, [&] { return s.done[dep] != 0; });
+  }
+
+  void finish(int n, uint32_t t) {
+    NodeState& s = state_[n];
+    s.end[t] = sg4::Engine::get_clock();
+    std::unique_lock<sg4::Mutex> lock(*s.mutex);
+    s.done[t] = 1;
+    s.cv->notify_all();
+  }
+
+  void comm_begin(int n) {
+    if (state_[n].active_comms++ == 0) plat_.compute[n]->set_pstate(1);
+  }
+  void comm_end(int n) {
+    if (--state_[n].active_comms == 0) plat_.compute[n]->set_pstate(0);
+  }
+
+  void stream_actor(int n, int stream) {
+    for (uint32_t t : by_stream_[stream]) {
+      const Task& task = g_[t];
+      for (uint32_t d = task.deps_begin; d < task.deps_end; ++d) wait_for(n, g_.deps[d]);
+      state_[n].start[t] = sg4::Engine::get_clock();
+      if (task.stream == StreamId::Compute) {
+        const double seconds = p_.costs.compute_s[task.op] * compute_factor_[n];
+        if (seconds > 0) plat_.compute[n]->exec_init(seconds * speed_)->wait();
+      } else if (is_compute(task.kind)) {
+        // A copy on a communication stream (hierarchical gather, step 2): device memory, no network.
+        sg4::this_actor::sleep_for(p_.costs.compute_s[task.op]);
+      } else {
+        collective(n, t);
+      }
+      finish(n, t);
+    }
+  }
+
+  void collective(int n, uint32_t t) {
+    const Task& task = g_[t];
+    const CommOp& op = g_.comm_ops[task.op];
+    const CommCost& cost = p_.costs.comm[task.op];
+    std::vector<int> ring = group_nodes(op.group, p_.layout, n);
+    auto key = std::make_pair(t, ring.front());
+    Rendezvous& rv = rendezvous_[key];
+    if (!rv.finished) rv.finished = sg4::Semaphore::create(0);
+    if (++rv.arrived < int(ring.size())) {
+      auto sem = rv.finished;
+      sem->acquire();  // the last member runs the collective and releases everyone
+      return;
+    }
+    auto sem = rv.finished;
+    rendezvous_.erase(key);
+    for (int m : ring) comm_begin(m);
+    if (cost.estimate.latency_s > 0) sg4::this_actor::sleep_for(cost.estimate.latency_s);
+    std::vector<sg4::CommPtr> comms;
+    for (int m : ring) {
+      for (const FlowSpec& f : collective_flows(cost.estimate, ctx_, m, ring)) {
+        if (f.bytes <= 0) continue;
+        comms.push_back(sg4::Comm::sendto_async(plat_.gpu[f.src_node][f.src_gpu], plat_.gpu[f.dst_node][f.dst_gpu],
+                                                uint64_t(f.bytes)));
+      }
+    }
+    flows_ += comms.size();
+    sg4::Comm::wait_all(comms);
+    for (int m : ring) comm_end(m);
+    for (size_t i = 1; i < ring.size(); ++i) sem->release();
+  }
+};
+
+StepTimeline timeline_of(const TaskGraph& g, const NodeState& s) {
+  StepTimeline tl;
+  tl.tasks.resize(g.size());
+  for (size_t i = 0; i < g.size(); ++i) tl.tasks[i] = {s.start[i], s.end[i]};
+  summarize_timeline(g, tl);
+  return tl;
+}
+
+FabricLayout fabric_layout(const Scenario& sc) {
+  FabricLayout f;
+  f.oversubscription = sc.cluster.fabric.oversubscription;
+  f.nodes_per_leaf = sc.cluster.fabric.nodes_per_leaf;
+  f.scattered = sc.cluster.fabric.scattered;
+  return f;
+}
+
+}  // namespace
+
+DesOutcome run_simgrid(const PreparedSimulation& p, const DesOptions& opt) {
+  auto wall0 = std::chrono::steady_clock::now();
+  int argc = 2;
+  char arg0[] = "micsim";
+  char arg1[] = "--log=root.thres:critical";
+  char* argv[] = {arg0, arg1, nullptr};
+  sg4::Engine engine(&argc, argv);
+  // Exact alpha-beta behaviour (DESIGN.md, SimGrid notes): no TCP models, no cross-traffic.
+  sg4::Engine::set_config("network/model:CM02");
+  sg4::Engine::set_config("network/crosstraffic:0");
+  sg4::Engine::set_config("network/TCP-gamma:0");
+  const Scenario& sc = p.scenario;
+  ClusterTopology topo = build_topology(sc.cluster.instance, sc.cluster.nodes, fabric_layout(sc), sc.what_if.degraded);
+  const double speed = 1e9;  // compute hosts run one "flop" per ns: an Exec of d seconds has d·1e9 flops
+  const double interference = p.compute_calibration.interference;
+  Platform plat = build_platform(topo, speed, interference);
+  Run run(p, topo, plat, speed);
+  run.spawn();
+  engine.run();
+
+  DesOutcome out;
+  auto& st = run.state();
+  double latest = -1;
+  for (int n = 0; n < int(st.size()); ++n) {
+    double end = 0;
+    for (double e : st[n].end) end = std::max(end, e);
+    if (end > latest) latest = end, out.critical_node = n;
+  }
+  out.critical = timeline_of(p.graph, st[out.critical_node]);
+  if (opt.keep_all_timelines)
+    for (const auto& s : st) out.nodes.push_back(timeline_of(p.graph, s));
+  out.flows = run.flows();
+  out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  return out;
+}
+
+}  // namespace micsim::des

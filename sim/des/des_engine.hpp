@@ -1,0 +1,47 @@
+#pragma once
+// The SimGrid engine: the same task graph as the analytic engine, run for every node of the cluster
+// on a SimGrid platform built from the topology, so that contention emerges: groups sharing a node's
+// NICs, oversubscribed leaf uplinks, a degraded link, a straggling node.
+//
+// Each node runs one actor per stream (compute, gather, reduce) over the per-rank task graph (all
+// GPUs of a node behave alike). A collective starts when the last node of its group reaches it; it
+// then waits its latency (by formula) and runs the flows of its decomposition (models/collective/
+// flows); every member continues when the last flow ends. Compute runs as an Exec on the node's
+// compute host, which slows down (second pstate) while a collective is active on the node.
+#include <string>
+#include <vector>
+
+#include "models/hardware/topology.hpp"
+#include "sim/simulation.hpp"
+
+namespace micsim::des {
+
+struct DesOptions {
+  bool keep_all_timelines = false;  // per-task times of every node (for traces); else the critical node only
+};
+
+struct DesOutcome {
+  StepTimeline critical;            // the node that finished last (its breakdown is the step's)
+  int critical_node = 0;
+  std::vector<StepTimeline> nodes;  // every node, when keep_all_timelines
+  double wall_s = 0;                // host time spent simulating
+  long peak_rss_kib = 0;            // of the simulating process
+  size_t flows = 0;                 // network activities created
+};
+
+// Runs in the calling process: SimGrid allows one engine per process, so use run_isolated().
+DesOutcome run_simgrid(const PreparedSimulation& p, const DesOptions& opt);
+
+// Forks a child that runs the simulation and sends back the outcome (the parent never instantiates
+// SimGrid, so any number of runs, one after another or in parallel, are possible).
+DesOutcome run_isolated(const PreparedSimulation& p, const DesOptions& opt);
+
+// A sweep of collectives (as `micsim collective --engine simgrid` runs them): one after another on an
+// idle cluster of `nodes` x `gpus_per_node` GPUs; returns the simulated time of each.
+std::vector<double> simgrid_collective_times(const InstanceSpec& inst, int nodes, int gpus_per_node,
+                                             const NetworkParams& net, const std::vector<CollectiveEstimate>& calls);
+
+// Group of nodes behind a GroupKind for a node (ring order), shared with tests.
+std::vector<int> group_nodes(GroupKind g, const ParallelLayout& l, int node);
+
+}  // namespace micsim::des

@@ -1,0 +1,99 @@
+#include "sim/des/platform.hpp"
+
+#include <fmt/format.h>
+#include <simgrid/s4u.hpp>
+
+namespace sg4 = simgrid::s4u;
+
+namespace micsim::des {
+
+namespace {
+using Dir = sg4::LinkInRoute::Direction;
+
+// Split-duplex link of the given rate (bytes/s) named after the topology edge.
+sg4::SplitDuplexLink* duplex(sg4::NetZone* zone, const std::string& name, double rate) {
+  auto* l = zone->create_split_duplex_link(name, rate);
+  l->set_latency(0);
+  l->seal();
+  return l;
+}
+
+double edge_rate(const ClusterTopology& t, size_t a, size_t b) {
+  auto [e, ok] = boost::edge(a, b, t.graph);
+  return ok ? t.graph[e].bytes_per_s : 0.0;
+}
+}  // namespace
+
+Platform build_platform(const ClusterTopology& t, double compute_speed, double interference) {
+  const auto& G = t.graph;
+  Platform p;
+  p.gpu.resize(t.nodes);
+  p.compute.resize(t.nodes);
+  auto* core = sg4::create_full_zone("core");
+  std::vector<sg4::NetZone*> leaf_zone(t.leaves);
+  std::vector<std::vector<int>> nodes_of_leaf(t.leaves);
+  for (int n = 0; n < t.nodes; ++n) nodes_of_leaf[t.leaf_of_node[n]].push_back(n);
+  std::vector<sg4::NetZone*> node_zone(t.nodes);
+  std::vector<simgrid::kernel::routing::NetPoint*> gateway(t.nodes);
+  std::vector<sg4::SplitDuplexLink*> uplink(t.leaves);
+
+  for (int l = 0; l < t.leaves; ++l) {
+    leaf_zone[l] = sg4::create_full_zone(fmt::format("leaf{}", l));
+    leaf_zone[l]->set_parent(core);
+    uplink[l] = duplex(core, fmt::format("leaf{}-uplink", l), edge_rate(t, t.leaf[l], t.spine));
+    for (int n : nodes_of_leaf[l]) {
+      auto* z = sg4::create_full_zone(fmt::format("node{}", n));
+      z->set_parent(leaf_zone[l]);
+      node_zone[n] = z;
+      gateway[n] = z->create_router(fmt::format("node{}-gw", n));
+      const int g = t.gpus_per_node;
+      std::vector<sg4::SplitDuplexLink*> nvlink(g), nic(t.nic_links);
+      for (int i = 0; i < g; ++i) {
+        p.gpu[n].push_back(z->create_host(fmt::format("node{}-gpu{}", n, i), 1.0));
+        size_t sw = boost::adjacent_vertices(t.gpu[n][i], G).first[0];
+        for (auto [ai, ae] = boost::adjacent_vertices(t.gpu[n][i], G); ai != ae; ++ai)
+          if (G[*ai].kind == VertexKind::NvSwitch) sw = *ai;
+        nvlink[i] = duplex(z, fmt::format("node{}-gpu{}-nvlink", n, i), edge_rate(t, t.gpu[n][i], sw));
+      }
+      for (int k = 0; k < t.nic_links; ++k) {
+        size_t pcie = 0;
+        for (auto [ai, ae] = boost::adjacent_vertices(t.nic[n][k], G); ai != ae; ++ai)
+          if (G[*ai].kind == VertexKind::PcieSwitch) pcie = *ai;
+        nic[k] = duplex(z, fmt::format("node{}-nic{}", n, k), edge_rate(t, t.nic[n][k], pcie));
+      }
+      p.compute[n] = z->create_host(fmt::format("node{}-compute", n),
+                                    std::vector<double>{compute_speed, compute_speed * (1.0 - interference)});
+      for (int i = 0; i < g; ++i) {
+        for (int j = i + 1; j < g; ++j)
+          z->add_route(p.gpu[n][i]->get_netpoint(), p.gpu[n][j]->get_netpoint(), nullptr, nullptr,
+                       {sg4::LinkInRoute(nvlink[i], Dir::UP), sg4::LinkInRoute(nvlink[j], Dir::DOWN)}, true);
+        z->add_route(p.gpu[n][i]->get_netpoint(), gateway[n], nullptr, nullptr,
+                     {sg4::LinkInRoute(nic[t.nic_link_of_gpu(i)], Dir::UP)}, true);
+      }
+      z->seal();
+    }
+    // Inside a leaf the switch is non-blocking: its crossbar is a FATPIPE link that never limits a flow
+    // (SimGrid routes need at least one link).
+    auto* crossbar = leaf_zone[l]->create_link(fmt::format("leaf{}-crossbar", l), 1e15);
+    crossbar->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE);
+    crossbar->set_latency(0);
+    crossbar->seal();
+    const auto& members = nodes_of_leaf[l];
+    for (size_t a = 0; a < members.size(); ++a)
+      for (size_t b = a + 1; b < members.size(); ++b)
+        leaf_zone[l]->add_route(node_zone[members[a]]->get_netpoint(), node_zone[members[b]]->get_netpoint(),
+                                gateway[members[a]], gateway[members[b]], {sg4::LinkInRoute(crossbar)}, true);
+    leaf_zone[l]->seal();
+  }
+  // Between leaves: up through the source leaf's uplink, down through the destination's. The leaf's
+  // gateway is its first node's gateway (routes inside a leaf carry no link, so no cost is added).
+  for (int a = 0; a < t.leaves; ++a)
+    for (int b = a + 1; b < t.leaves; ++b)
+      core->add_route(leaf_zone[a]->get_netpoint(), leaf_zone[b]->get_netpoint(), gateway[nodes_of_leaf[a][0]],
+                      gateway[nodes_of_leaf[b][0]],
+                      {sg4::LinkInRoute(uplink[a], Dir::UP), sg4::LinkInRoute(uplink[b], Dir::DOWN)}, true);
+  core->seal();
+  return p;
+}
+
+}  // namespace micsim::des

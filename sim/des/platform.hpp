@@ -1,0 +1,26 @@
+#pragma once
+// Turns the cluster topology (models/hardware/topology) into a SimGrid platform with the C++ API:
+// one zone per node (its GPUs, a compute host, a gateway; NVLink and NIC links as split-duplex links),
+// node zones inside leaf zones, leaf zones inside the core zone; leaf uplinks carry the
+// oversubscription. Only sim/des sees SimGrid.
+#include <vector>
+
+#include "models/hardware/topology.hpp"
+
+namespace simgrid::s4u {
+class Host;
+}
+
+namespace micsim::des {
+
+struct Platform {
+  std::vector<std::vector<simgrid::s4u::Host*>> gpu;  // [node][local gpu]
+  std::vector<simgrid::s4u::Host*> compute;           // one per node: runs the compute stream
+};
+
+// Configures the network model for exact alpha-beta behaviour and builds the zones.
+// `compute_speed` is the compute hosts' nominal speed; `interference` the fraction of it lost while
+// a collective runs on the node (second pstate).
+Platform build_platform(const ClusterTopology& t, double compute_speed, double interference);
+
+}  // namespace micsim::des

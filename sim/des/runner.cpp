@@ -1,0 +1,162 @@
+// Runs the SimGrid engine in a forked child: SimGrid allows one engine per process, and a crash or an
+// abort inside it must not take the caller down. The child writes its outcome to a temporary file;
+// the parent reads it and the child's peak memory (wait4).
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+#include "sim/des/des_engine.hpp"
+
+namespace micsim::des {
+
+namespace {
+
+struct Writer {
+  FILE* f;
+  void put(const void* p, size_t n) {
+    if (fwrite(p, 1, n, f) != n) throw std::runtime_error("write failed");
+  }
+  template <class T>
+  void val(const T& v) { put(&v, sizeof v); }
+  void timeline(const StepTimeline& t) {
+    val(t.iteration_time_s), val(t.compute_s), val(t.exposed_comm_s), val(t.idle_s);
+    uint64_t n = t.tasks.size();
+    val(n);
+    if (n) put(t.tasks.data(), n * sizeof(TaskTiming));
+  }
+};
+
+struct Reader {
+  FILE* f;
+  void get(void* p, size_t n) {
+    if (fread(p, 1, n, f) != n) throw std::runtime_error("simgrid engine: truncated result from the child process");
+  }
+  template <class T>
+  T val() {
+    T v;
+    get(&v, sizeof v);
+    return v;
+  }
+  StepTimeline timeline() {
+    StepTimeline t;
+    t.iteration_time_s = val<double>(), t.compute_s = val<double>(), t.exposed_comm_s = val<double>(), t.idle_s = val<double>();
+    uint64_t n = val<uint64_t>();
+    if (n > (uint64_t(1) << 32)) throw std::runtime_error("simgrid engine: corrupt result");
+    t.tasks.resize(n);
+    if (n) get(t.tasks.data(), n * sizeof(TaskTiming));
+    return t;
+  }
+};
+
+}  // namespace
+
+DesOutcome run_isolated(const PreparedSimulation& p, const DesOptions& opt) {
+  char path[] = "/tmp/micsim-des-XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0) throw std::runtime_error("simgrid engine: cannot create a temporary file");
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fd);
+    unlink(path);
+    throw std::runtime_error("simgrid engine: fork failed");
+  }
+  if (pid == 0) {
+    int rc = 0;
+    try {
+      DesOutcome out = run_simgrid(p, opt);
+      FILE* f = fdopen(fd, "wb");
+      Writer w{f};
+      w.val(out.critical_node), w.val(out.wall_s), w.val(uint64_t(out.flows));
+      w.timeline(out.critical);
+      uint64_t nodes = out.nodes.size();
+      w.val(nodes);
+      for (const auto& t : out.nodes) w.timeline(t);
+      if (fclose(f) != 0) rc = 3;
+    } catch (const std::exception& e) {
+      fprintf(stderr, "micsim: simgrid engine failed: %s\n", e.what());
+      rc = 4;
+    }
+    _exit(rc);
+  }
+  close(fd);
+  int status = 0;
+  struct rusage ru {};
+  while (wait4(pid, &status, 0, &ru) < 0) {
+    if (errno != EINTR) break;
+  }
+  DesOutcome out;
+  try {
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      throw std::runtime_error(WIFSIGNALED(status) ? std::string("simgrid engine: child killed by signal ") + strsignal(WTERMSIG(status))
+                                                   : "simgrid engine: child failed");
+    FILE* f = fopen(path, "rb");
+    if (!f) throw std::runtime_error("simgrid engine: result file missing");
+    Reader r{f};
+    try {
+      out.critical_node = r.val<int>();
+      out.wall_s = r.val<double>();
+      out.flows = r.val<uint64_t>();
+      out.critical = r.timeline();
+      uint64_t nodes = r.val<uint64_t>();
+      for (uint64_t i = 0; i < nodes; ++i) out.nodes.push_back(r.timeline());
+    } catch (...) {
+      fclose(f);
+      throw;
+    }
+    fclose(f);
+  } catch (...) {
+    unlink(path);
+    throw;
+  }
+  unlink(path);
+  out.peak_rss_kib = ru.ru_maxrss;
+  return out;
+}
+
+}  // namespace micsim::des
+
+namespace micsim::des {
+
+std::vector<double> simgrid_collective_times(const InstanceSpec& inst, int nodes, int gpus_per_node,
+                                             const NetworkParams& net, const std::vector<CollectiveEstimate>& calls) {
+  // A one-stream task graph of the collectives, over a world group of the requested shape.
+  PreparedSimulation p;
+  p.scenario.cluster.instance = inst;
+  p.scenario.cluster.instance.gpus_per_node = inst.gpus_per_node;
+  p.scenario.cluster.nodes = nodes;
+  p.scenario.name = "collective sweep";
+  p.layout.nodes = nodes;
+  p.layout.gpus_per_node = inst.gpus_per_node;
+  p.layout.world = nodes * inst.gpus_per_node;
+  p.layout.partition_size = p.layout.world;
+  p.network = net;
+  p.compute_calibration.interference = 0;
+  (void)gpus_per_node;  // the estimates carry the group shape (ranks per node)
+  for (size_t i = 0; i < calls.size(); ++i) {
+    Task t{TaskKind::GradAllReduce, StreamId::Reduce, -1, 0, uint32_t(p.graph.deps.size()), 0, uint32_t(i)};
+    if (i > 0) p.graph.deps.push_back(uint32_t(i - 1));
+    t.deps_end = uint32_t(p.graph.deps.size());
+    p.graph.tasks.push_back(t);
+    p.graph.comm_ops.push_back({calls[i].op, GroupKind::World, calls[i].bytes, 1});
+    CommCost c;
+    c.estimate = calls[i];
+    c.time_s = calls[i].time_s;
+    c.uses_intra = calls[i].intra_bytes_per_gpu > 0;
+    c.uses_inter = calls[i].inter_bytes_per_node > 0;
+    p.costs.comm.push_back(c);
+  }
+  DesOptions opt;
+  DesOutcome out = run_isolated(p, opt);
+  std::vector<double> times;
+  for (const auto& tt : out.critical.tasks) times.push_back(tt.end - tt.start);
+  return times;
+}
+
+}  // namespace micsim::des

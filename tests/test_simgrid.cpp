@@ -1,0 +1,162 @@
+// The SimGrid engine: agreement with the analytic engine when uncontended, contention when not,
+// what-if knobs, the topology it runs on, and its traces.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <set>
+
+#include "helpers.hpp"
+#include "models/hardware/catalog.hpp"
+#include "sim/des/simulate_simgrid.hpp"
+#include "sim/report/trace.hpp"
+
+using namespace micsim;
+using micsim::test::run;
+using micsim::test::scenario;
+
+static double des_time(const Scenario& sc) { return simulate_simgrid(prepare_simulation(sc)).iteration_time_s; }
+
+TEST_CASE("uncontended scenarios: SimGrid step time within 2 % of the analytic engine") {
+  std::vector<Scenario> cases = {
+      scenario("p3dn.24xlarge", 16, "bert-10b", "mics", 8, 1024, {"strategy.partition_size=8"}),
+      scenario("p3dn.24xlarge", 2, "bert-10b", "mics", 8, 512, {"strategy.partition_size=8"}),
+      scenario("p3dn.24xlarge", 2, "bert-10b", "zero3", 8, 512),
+      scenario("p4d.24xlarge", 8, "bert-10b", "hsdp", 8, 1024, {"strategy.partition_size=8"}),
+      scenario("p5.48xlarge", 4, "bert-10b", "zero2", 8, 256),
+      scenario("p4d.24xlarge", 4, "bert-10b", "ddp", 8, 256, {"model.layers=8"}),
+      scenario("p4de.24xlarge", 4, "llama2-7b", "mics", 2, 256, {"strategy.partition_size=16"}, 2048),
+  };
+  for (const auto& sc : cases) {
+    double a = run(sc).iteration_time_s, s = des_time(sc);
+    CHECK_MESSAGE(std::fabs(s - a) / a < 0.02, sc.name << ": analytic " << a << " s, simgrid " << s << " s");
+  }
+}
+
+TEST_CASE("micsim collective --engine simgrid gives the analytic numbers on an idle cluster") {
+  auto inst = HardwareCatalog::builtin().instance("p4d.24xlarge");
+  CollectiveModel m(NetworkParams::from_instance(inst));
+  std::vector<CollectiveEstimate> calls;
+  for (double b : {1e3, 1e6, 64e6, 1e9}) {
+    calls.push_back(m.estimate(CollectiveOp::AllGather, b, GroupLayout::make(32, 4)));
+    calls.push_back(m.estimate(CollectiveOp::AllReduce, b, GroupLayout::make(32, 4)));
+  }
+  auto times = des::simgrid_collective_times(inst, 4, 8, m.network(), calls);
+  REQUIRE(times.size() == calls.size());
+  for (size_t i = 0; i < calls.size(); ++i) CHECK(times[i] == doctest::Approx(calls[i].time_s).epsilon(1e-6));
+}
+
+TEST_CASE("4:1 oversubscription slows ZeRO-3 across nodes, not MiCS with its partition group in a node") {
+  auto make = [](const char* kind, const char* os, const char* placement) {
+    // 8 micro-steps: MiCS pays its cross-node all-reduce once per step (2-hop sync).
+    return scenario("p4d.24xlarge", 32, "bert-10b", kind, 8, 8 * 256 * 8,
+                    {"model.layers=16", "strategy.partition_size=8", std::string("cluster.fabric.oversubscription=") + os,
+                     "cluster.fabric.nodes_per_leaf=4", std::string("cluster.fabric.placement=") + placement});
+  };
+  const double z1 = des_time(make("zero3", "1", "scattered")), z4 = des_time(make("zero3", "4", "scattered"));
+  const double m1 = des_time(make("mics", "1", "scattered")), m4 = des_time(make("mics", "4", "scattered"));
+  CHECK(z4 / z1 > 1.8);
+  CHECK(m4 / m1 < 1.3);
+  CHECK(m4 / m1 < 0.75 * (z4 / z1));
+  // Packed placement keeps ring neighbours under one leaf: the uplinks carry one edge per leaf.
+  const double zp = des_time(make("zero3", "4", "packed"));
+  CHECK(zp < 1.1 * z1);
+  // The analytic engine does not see the fabric: the same answer whatever the oversubscription.
+  CHECK(run(make("zero3", "4", "scattered")).iteration_time_s == doctest::Approx(run(make("zero3", "1", "scattered")).iteration_time_s));
+}
+
+TEST_CASE("contention emerges: parameter gathers share the p3dn NIC with gradient reduce-scatters") {
+  auto sc = scenario("p3dn.24xlarge", 2, "bert-10b", "zero3", 8, 512, {"model.layers=24"});
+  PreparedSimulation p = prepare_simulation(sc);
+  des::DesOutcome out;
+  simulate_simgrid(p, false, &out);
+  double slowest = 0, fastest = 1e30;
+  for (size_t i = 0; i < p.graph.size(); ++i) {
+    const Task& t = p.graph[i];
+    if (t.kind != TaskKind::ParamAllGather || t.unit <= 1 || t.unit >= p.graph.units - 1) continue;  // blocks only
+    double d = out.critical.tasks[i].end - out.critical.tasks[i].start;
+    slowest = std::max(slowest, d / p.costs.comm[t.op].time_s);
+    fastest = std::min(fastest, d / p.costs.comm[t.op].time_s);
+  }
+  CHECK(fastest == doctest::Approx(1.0).epsilon(0.01));  // alone on the NIC (forward): the modelled time
+  CHECK(slowest > 1.5);                                  // next to a reduce-scatter (backward): shared
+}
+
+TEST_CASE("what-if: a straggler and a degraded NIC slow the whole step; the analytic engine ignores them") {
+  auto base = scenario("p4d.24xlarge", 4, "bert-10b", "zero3", 8, 256, {"model.layers=16"});
+  const double t0 = des_time(base);
+  auto slow = scenario("p4d.24xlarge", 4, "bert-10b", "zero3", 8, 256,
+                       {"model.layers=16", "what_if.slow_node.node=2", "what_if.slow_node.compute_factor=1.5"});
+  const double ts = des_time(slow);
+  CHECK(ts > 1.2 * t0);  // every collective waits for node 2
+  CHECK(run(slow).iteration_time_s == doctest::Approx(run(base).iteration_time_s));
+  auto nic = scenario("p4d.24xlarge", 4, "bert-10b", "zero3", 8, 256,
+                      {"model.layers=16", "what_if.degraded_nic.node=1", "what_if.degraded_nic.bandwidth_factor=0.25"});
+  CHECK(des_time(nic) > 1.2 * t0);  // a ring is paced by its slowest link
+}
+
+TEST_CASE("topology: NICs per GPU, leaf uplinks and oversubscription") {
+  const auto& cat = HardwareCatalog::builtin();
+  FabricLayout f;
+  f.nodes_per_leaf = 4;
+  f.oversubscription = 4;
+  auto p4d = build_topology(cat.instance("p4d.24xlarge"), 8, f);
+  CHECK(p4d.nic_links == 4);
+  CHECK(p4d.nic_link_of_gpu(0) == 0);
+  CHECK(p4d.nic_link_of_gpu(1) == 0);
+  CHECK(p4d.nic_link_of_gpu(7) == 3);
+  CHECK(link_bandwidth(p4d, LinkKind::NicPort, 0, 0) == doctest::Approx(12.5e9));
+  CHECK(link_bandwidth(p4d, LinkKind::LeafUplink, 0) == doctest::Approx(4 * 50e9 / 4));
+  CHECK(p4d.leaves == 2);
+  CHECK(p4d.leaf_of_node[0] != p4d.leaf_of_node[1]);  // scattered
+  auto p5 = build_topology(cat.instance("p5.48xlarge"), 2, f);
+  CHECK(p5.nic_links == 8);
+  CHECK(link_bandwidth(p5, LinkKind::NicPort, 1, 7) == doctest::Approx(50e9));  // 4 x 100G per GPU
+  auto p3dn = build_topology(cat.instance("p3dn.24xlarge"), 2, f, {{LinkKind::NicPort, 1, 0.5}});
+  CHECK(p3dn.nic_links == 1);
+  CHECK(link_bandwidth(p3dn, LinkKind::NicPort, 0, 0) == doctest::Approx(12.5e9));
+  CHECK(link_bandwidth(p3dn, LinkKind::NicPort, 1, 0) == doctest::Approx(6.25e9));
+  CHECK(topology_dot(p3dn).find("node1-nic0") != std::string::npos);
+}
+
+TEST_CASE("group node sets follow the partition and replication groups") {
+  ParallelLayout l;
+  l.nodes = 8, l.gpus_per_node = 8, l.world = 64;
+  l.partition_size = 16, l.replication_size = 4;
+  CHECK(des::group_nodes(GroupKind::Partition, l, 5) == std::vector<int>{4, 5});
+  CHECK(des::group_nodes(GroupKind::Replication, l, 5) == std::vector<int>{1, 3, 5, 7});
+  CHECK(des::group_nodes(GroupKind::IntraNode, l, 5) == std::vector<int>{5});
+  CHECK(des::group_nodes(GroupKind::World, l, 5).size() == 8);
+  l.partition_size = 4, l.replication_size = 16;
+  CHECK(des::group_nodes(GroupKind::Partition, l, 5) == std::vector<int>{5});
+  CHECK(des::group_nodes(GroupKind::Replication, l, 5).size() == 8);
+}
+
+TEST_CASE("Perfetto trace: one process per node, one track per stream, a named event per task") {
+  auto sc = scenario("p4d.24xlarge", 2, "bert-10b", "mics", 8, 256, {"model.layers=4", "strategy.partition_size=16"});
+  PreparedSimulation p = prepare_simulation(sc);
+  des::DesOutcome out;
+  simulate_simgrid(p, true, &out);
+  REQUIRE(out.nodes.size() == 2);
+  std::vector<TracedNode> nodes = {{0, &out.nodes[0]}, {1, &out.nodes[1]}};
+  auto j = nlohmann::json::parse(chrome_trace(p, nodes, "simgrid"));
+  size_t events = 0, named = 0;
+  std::set<int> pids, tids;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "X") {
+      ++events;
+      pids.insert(e["pid"].get<int>());
+      tids.insert(e["tid"].get<int>());
+      if (e["cat"] == "collective") {
+        CHECK(e["args"].contains("bytes"));
+        CHECK(e["args"].contains("group"));
+        CHECK(e["args"].contains("algorithm"));
+      }
+    } else if (e["ph"] == "M" && e["name"] == "thread_name") {
+      ++named;
+    }
+  }
+  CHECK(events == 2 * p.graph.size());
+  CHECK(pids == std::set<int>{0, 1});
+  CHECK(tids == std::set<int>{0, 1, 2});
+  CHECK(named == 6);
+}
