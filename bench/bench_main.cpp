@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/des/simulate_simgrid.hpp"
 #include "sim/simulation.hpp"
 
 using namespace micsim;
@@ -65,11 +66,45 @@ int bench_analytic() {
   return 0;
 }
 
+int bench_simgrid() {
+  struct Case {
+    std::string label, yaml;
+  };
+  std::vector<Case> cases = {
+      {"gpt-100b mics p=8, 64 x p4d (512 GPUs), 4 micro-steps",
+       scenario_yaml("p4d.24xlarge", 64, "gpt-100b", "mics", 1, 2048, 2048, ", partition_size: 8, hierarchical_allgather: true")},
+      {"gpt-100b mics p=128 hierarchical, 64 x p4d (512 GPUs), 4 micro-steps",
+       scenario_yaml("p4d.24xlarge", 64, "gpt-100b", "mics", 1, 2048, 2048, ", partition_size: 128, hierarchical_allgather: true")},
+      {"gpt-100b zero3, 128 x p4d (1024 GPUs), 2 micro-steps",
+       scenario_yaml("p4d.24xlarge", 128, "gpt-100b", "zero3", 1, 2048, 2048, "")},
+      {"bert-10b zero3, 16 x p3dn (128 GPUs), 8 micro-steps",
+       scenario_yaml("p3dn.24xlarge", 16, "bert-10b", "zero3", 8, 8192, 512, "")},
+  };
+  fmt::print("simgrid engine, one training step per case (a single-threaded child process each)\n");
+  fmt::print("{:<66}{:>9}{:>10}{:>11}{:>10}{:>11}{:>12}\n", "scenario", "tasks", "flows", "step s", "wall s",
+             "peak MiB", "analytic s");
+  for (const auto& c : cases) {
+    Scenario sc = parse_scenario_text(c.yaml, "<bench>");
+    PreparedSimulation p = prepare_simulation(sc);
+    des::DesOutcome out;
+    SimulationResult r = simulate_simgrid(p, false, &out);
+    double analytic = simulate_analytic(p).iteration_time_s;
+    fmt::print("{:<66}{:>9}{:>10}{:>11.3f}{:>10.2f}{:>11.1f}{:>12.3f}\n", c.label, p.graph.size() * size_t(sc.cluster.nodes),
+               out.flows, r.iteration_time_s, out.wall_s, out.peak_rss_kib / 1024.0, analytic);
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string what = argc > 1 ? argv[1] : "analytic";
-  if (what == "analytic") return bench_analytic();
-  fmt::print(stderr, "usage: micsim_bench [analytic]\n");
-  return 2;
+  std::string what = argc > 1 ? argv[1] : "all";
+  int rc = 0;
+  if (what == "analytic" || what == "all") rc |= bench_analytic();
+  if (what == "simgrid" || what == "all") rc |= bench_simgrid();
+  if (what != "analytic" && what != "simgrid" && what != "all") {
+    fmt::print(stderr, "usage: micsim_bench [analytic|simgrid|all]\n");
+    return 2;
+  }
+  return rc;
 }

@@ -80,21 +80,25 @@ StepTimeline run_analytic(const TaskGraph& g, const OpCosts& costs) {
       end = ready + costs.duration(g, task);  // a copy on a communication stream
     } else {
       // Collectives share their bottleneck tier fairly with one still running on the other stream:
-      // both run at half speed until the shorter is done (NCCL kernels on two streams do the same).
+      // after its latency (no link in use), a transfer runs at half speed while the other's does,
+      // as NCCL kernels on two streams do.
       const CommCost& cc = costs.comm[task.op];
-      const double d = cc.time_s;
+      const double lat = std::min(cc.estimate.latency_s, cc.time_s), xfer = cc.time_s - lat;
       const int x = cc.estimate.bottleneck == Tier::Inter ? 1 : 0;
       const int other = task.stream == StreamId::Gather ? int(StreamId::Reduce) : int(StreamId::Gather);
       Occupant& occ = tier[x][other];
-      end = ready + d;
-      if ((cc.uses_intra || cc.uses_inter) && occ.task >= 0 && t.tasks[occ.task].end > ready) {
-        const double rem = t.tasks[occ.task].end - ready;  // the other's remaining time alone
-        if (d <= rem) {
-          end = ready + 2 * d;
-          if (!occ.locked) t.tasks[occ.task].end += d;
+      const double from = ready + lat;  // this transfer starts
+      end = from + xfer;
+      if ((cc.uses_intra || cc.uses_inter) && occ.task >= 0 && t.tasks[occ.task].end > from && xfer > 0) {
+        const CommCost& oc = costs.comm[g[occ.task].op];
+        const double other_xfer = oc.time_s - std::min(oc.estimate.latency_s, oc.time_s);
+        const double rem = std::min(t.tasks[occ.task].end - from, other_xfer);  // the other's transfer left
+        if (xfer <= rem) {
+          end = from + 2 * xfer;
+          if (!occ.locked) t.tasks[occ.task].end += xfer;
         } else {
-          end = ready + rem + d;
-          if (!occ.locked) t.tasks[occ.task].end = ready + 2 * rem;
+          end = from + rem + xfer;
+          if (!occ.locked) t.tasks[occ.task].end += rem;
         }
         if (!occ.locked) comm_busy.add(t.tasks[occ.task].start, t.tasks[occ.task].end);
       }
