@@ -6,7 +6,7 @@
 
 namespace micsim {
 
-PreparedSimulation prepare_simulation(const Scenario& sc) {
+PreparedSimulation prepare_simulation(const Scenario& sc, const PrepareOptions& opt) {
   PreparedSimulation p;
   p.scenario = sc;
   WorkloadOptions wo;
@@ -31,6 +31,7 @@ PreparedSimulation prepare_simulation(const Scenario& sc) {
   in.sharding = p.sharding;
   in.micro_steps = static_cast<int>(sc.grad_accumulation_steps());
   in.recompute = sc.training.activation_checkpointing;
+  in.max_built_micro_steps = opt.max_built_micro_steps;
   p.graph = build_schedule(in);
 
   ComputeModel compute(sc.cluster.instance.gpu, sc.training.precision, p.compute_calibration);
@@ -42,6 +43,7 @@ PreparedSimulation prepare_simulation(const Scenario& sc) {
 
 SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const std::string& engine) {
   const Scenario& sc = p.scenario;
+  extrapolate_micro_steps(p.graph, tl);
   SimulationResult r;
   r.scenario = sc.name;
   r.engine = engine;

@@ -23,7 +23,10 @@ struct PreparedSimulation {
   OpCosts costs;
 };
 
-PreparedSimulation prepare_simulation(const Scenario& sc);
+struct PrepareOptions {
+  int max_built_micro_steps = 4;  // identical middle micro-steps are extrapolated; 0 = build them all
+};
+PreparedSimulation prepare_simulation(const Scenario& sc, const PrepareOptions& opt = {});
 
 struct CollectiveSummary {      // one row per unique collective of the step
   std::string task;             // e.g. param_all_gather

@@ -32,9 +32,10 @@ struct Cmd {
   std::string output;  // stdout + stderr
 };
 
-// Runs build/micsim with `args` (a shell-quoted string) and captures its output and exit status.
-inline Cmd run_cli(const std::string& args) {
-  std::string cmd = std::string(MICSIM_BINARY) + " " + args + " 2>&1";
+// Runs build/micsim with `args` (a shell-quoted string) and captures its output and exit status
+// (stdout and stderr together, or stdout only).
+inline Cmd run_cli(const std::string& args, bool with_stderr = true) {
+  std::string cmd = std::string(MICSIM_BINARY) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
   Cmd r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -54,5 +55,7 @@ inline std::string temp_file(const std::string& name, const std::string& text) {
   std::fclose(f);
   return path;
 }
+
+inline Cmd run_cli_stdout(const std::string& args) { return run_cli(args, false); }
 
 }  // namespace micsim::test

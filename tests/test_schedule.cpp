@@ -83,3 +83,20 @@ TEST_CASE("every gradient element is reduced exactly once per micro-step (bytes 
     for (const auto& [m, b] : bytes) CHECK(b == doctest::Approx(2.0 * p.workload.params.total));
   }
 }
+
+TEST_CASE("identical middle micro-steps are extrapolated: the same step time as the full graph") {
+  for (const char* kind : {"zero3", "mics", "ddp", "hsdp"}) {
+    auto sc = scenario("p4d.24xlarge", 2, "bert-10b", kind, 2, 2 * 16 * 24, {"model.layers=12"});
+    PrepareOptions full;
+    full.max_built_micro_steps = 0;
+    auto pc = prepare_simulation(sc), pf = prepare_simulation(sc, full);
+    CHECK(pc.graph.micro_steps == 4);
+    CHECK(pc.graph.total_micro_steps == 24);
+    CHECK(pf.graph.micro_steps == 24);
+    auto rc = simulate_analytic(pc), rf = simulate_analytic(pf);
+    MESSAGE(std::string(kind) << ": compressed " << rc.iteration_time_s << " s, full " << rf.iteration_time_s << " s");
+    CHECK_MESSAGE(rc.iteration_time_s == doctest::Approx(rf.iteration_time_s).epsilon(0.005), std::string(kind));
+    CHECK(rc.compute_s == doctest::Approx(rf.compute_s).epsilon(0.005));
+    CHECK(rc.exposed_comm_s + rc.idle_s == doctest::Approx(rf.exposed_comm_s + rf.idle_s).epsilon(0.02));
+  }
+}

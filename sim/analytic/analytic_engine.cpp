@@ -152,4 +152,30 @@ void summarize_timeline(const TaskGraph& g, StepTimeline& t) {
   t.idle_s = std::max(0.0, end - busy_compute - t.exposed_comm_s);
 }
 
+void extrapolate_micro_steps(const TaskGraph& g, StepTimeline& t) {
+  const int omitted = g.total_micro_steps - g.micro_steps;
+  if (omitted <= 0 || g.micro_steps < 4) return;
+  // Each stream's progress per micro-step, between the ends of middle micro-steps 1 and 2. The slowest
+  // stream sets the pace: when communication per micro-step outlasts compute (HSDP all-reducing every
+  // micro-step), its backlog grows by a period each micro-step and shows at the end of the step.
+  double end1[kStreamCount] = {0, 0, 0}, end2[kStreamCount] = {0, 0, 0}, compute2 = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const Task& task = g[i];
+    if (task.kind == TaskKind::Optimizer) continue;
+    const int s = int(task.stream);
+    if (task.micro_step == 1) end1[s] = std::max(end1[s], t.tasks[i].end);
+    if (task.micro_step == 2) {
+      end2[s] = std::max(end2[s], t.tasks[i].end);
+      if (task.stream == StreamId::Compute) compute2 += t.tasks[i].end - t.tasks[i].start;
+    }
+  }
+  double period = 0;
+  for (int s = 0; s < kStreamCount; ++s)
+    if (end2[s] > 0 && end1[s] > 0) period = std::max(period, end2[s] - end1[s]);
+  const double compute = std::min(compute2, period);
+  t.iteration_time_s += omitted * period;
+  t.compute_s += omitted * compute;
+  t.exposed_comm_s += omitted * (period - compute);
+}
+
 }  // namespace micsim

@@ -29,4 +29,9 @@ StepTimeline run_analytic(const TaskGraph& g, const OpCosts& costs);
 // SimGrid engine so both report the same way).
 void summarize_timeline(const TaskGraph& g, StepTimeline& t);
 
+// When the graph holds fewer micro-steps than the step has, adds the omitted middle ones: each takes
+// the period between the ends of built micro-steps 1 and 2, with that period's compute and exposed
+// communication. No-op for a full graph.
+void extrapolate_micro_steps(const TaskGraph& g, StepTimeline& t);
+
 }  // namespace micsim

@@ -6,6 +6,7 @@
 
 #include "models/io/atomic_file.hpp"
 #include "sim/cli/commands.hpp"
+#include "planner/handoff.hpp"
 #include "sim/des/simulate_simgrid.hpp"
 #include "sim/report/report.hpp"
 #include "sim/report/trace.hpp"
@@ -17,7 +18,7 @@ void write_output(const std::string& path, const std::string& text) { write_file
 
 Runner add_simulate(CLI::App& app) {
   struct Opts {
-    std::string scenario, engine, json, trace;
+    std::string scenario, engine, json, trace, deepspeed;
     std::vector<std::string> sets;
     bool quiet = false;
   };
@@ -29,10 +30,22 @@ Runner add_simulate(CLI::App& app) {
   cmd->add_option("--set", o->sets, "Override a scenario key: --set cluster.nodes=16 (repeatable)");
   cmd->add_option("--json", o->json, "Write the result as JSON to FILE ('-' for stdout)");
   cmd->add_option("--trace", o->trace, "Write a Chrome/Perfetto trace of the step to FILE");
+  cmd->add_option("--deepspeed", o->deepspeed, "Simulate what an existing ds_config.json describes (overrides the scenario)");
   cmd->add_flag("--quiet,-q", o->quiet, "Do not print the summary");
   return [cmd, o]() -> int {
     (void)cmd;
     Scenario sc = load_scenario(o->scenario, o->sets);
+    if (!o->deepspeed.empty()) {
+      auto ds = read_deepspeed_config(o->deepspeed, sc.world_size());
+      std::vector<std::string> sets = o->sets;
+      sets.insert(sets.end(), ds.overrides.begin(), ds.overrides.end());
+      sc = load_scenario(o->scenario, sets);
+      if (!ds.ignored.empty()) {
+        std::string keys;
+        for (const auto& k : ds.ignored) keys += (keys.empty() ? "" : ", ") + k;
+        std::cerr << "micsim: warning: " << o->deepspeed << ": keys micsim does not model: " << keys << "\n";
+      }
+    }
     for (const auto& w : sc.warnings) std::cerr << "micsim: warning: " << w << "\n";
     EngineKind engine = sc.engine;
     if (!o->engine.empty()) engine = o->engine == "analytic" ? EngineKind::Analytic : EngineKind::SimGrid;

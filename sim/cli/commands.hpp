@@ -14,6 +14,8 @@ Runner add_simulate(CLI::App& app);
 Runner add_collective(CLI::App& app);
 Runner add_calibrate(CLI::App& app);
 Runner add_validate(CLI::App& app);
+Runner add_plan(CLI::App& app);
+Runner add_sweep(CLI::App& app);
 
 // Shared option parsing.
 double parse_size(const std::string& flag, const std::string& s);  // 8, 64K, 1M, 8G

@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
   runners["collective"] = micsim::cli::add_collective(app);
   runners["calibrate"] = micsim::cli::add_calibrate(app);
   runners["validate"] = micsim::cli::add_validate(app);
+  runners["plan"] = micsim::cli::add_plan(app);
+  runners["sweep"] = micsim::cli::add_sweep(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -8,6 +8,7 @@
 // then waits its latency (by formula) and runs the flows of its decomposition (models/collective/
 // flows); every member continues when the last flow ends. Compute runs as an Exec on the node's
 // compute host, which slows down (second pstate) while a collective is active on the node.
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,11 @@ DesOutcome run_simgrid(const PreparedSimulation& p, const DesOptions& opt);
 // Forks a child that runs the simulation and sends back the outcome (the parent never instantiates
 // SimGrid, so any number of runs, one after another or in parallel, are possible).
 DesOutcome run_isolated(const PreparedSimulation& p, const DesOptions& opt);
+
+// Several simulations, up to `parallel` child processes at once (call from one thread only).
+// `on_done` is called after each one finishes (progress reporting).
+std::vector<DesOutcome> run_isolated_many(const std::vector<const PreparedSimulation*>& sims, int parallel,
+                                          const std::function<void()>& on_done = {});
 
 // A sweep of collectives (as `micsim collective --engine simgrid` runs them): one after another on an
 // idle cluster of `nodes` x `gpus_per_node` GPUs; returns the simulated time of each.

@@ -8,7 +8,9 @@
 
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
+#include <string>
 
 #include "sim/des/des_engine.hpp"
 
@@ -55,7 +57,14 @@ struct Reader {
 
 }  // namespace
 
-DesOutcome run_isolated(const PreparedSimulation& p, const DesOptions& opt) {
+namespace {
+
+struct Child {
+  pid_t pid = -1;
+  std::string path;
+};
+
+Child start_child(const PreparedSimulation& p, const DesOptions& opt) {
   char path[] = "/tmp/micsim-des-XXXXXX";
   int fd = mkstemp(path);
   if (fd < 0) throw std::runtime_error("simgrid engine: cannot create a temporary file");
@@ -86,17 +95,16 @@ DesOutcome run_isolated(const PreparedSimulation& p, const DesOptions& opt) {
     _exit(rc);
   }
   close(fd);
-  int status = 0;
-  struct rusage ru {};
-  while (wait4(pid, &status, 0, &ru) < 0) {
-    if (errno != EINTR) break;
-  }
+  return Child{pid, path};
+}
+
+DesOutcome finish_child(const Child& c, int status, const struct rusage& ru) {
   DesOutcome out;
   try {
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
       throw std::runtime_error(WIFSIGNALED(status) ? std::string("simgrid engine: child killed by signal ") + strsignal(WTERMSIG(status))
                                                    : "simgrid engine: child failed");
-    FILE* f = fopen(path, "rb");
+    FILE* f = fopen(c.path.c_str(), "rb");
     if (!f) throw std::runtime_error("simgrid engine: result file missing");
     Reader r{f};
     try {
@@ -112,11 +120,53 @@ DesOutcome run_isolated(const PreparedSimulation& p, const DesOptions& opt) {
     }
     fclose(f);
   } catch (...) {
-    unlink(path);
+    unlink(c.path.c_str());
     throw;
   }
-  unlink(path);
+  unlink(c.path.c_str());
   out.peak_rss_kib = ru.ru_maxrss;
+  return out;
+}
+
+}  // namespace
+
+DesOutcome run_isolated(const PreparedSimulation& p, const DesOptions& opt) {
+  Child c = start_child(p, opt);
+  int status = 0;
+  struct rusage ru {};
+  while (wait4(c.pid, &status, 0, &ru) < 0 && errno == EINTR) {
+  }
+  return finish_child(c, status, ru);
+}
+
+std::vector<DesOutcome> run_isolated_many(const std::vector<const PreparedSimulation*>& sims, int parallel,
+                                          const std::function<void()>& on_done) {
+  // Children are forked from this (single) thread only; up to `parallel` run at once.
+  std::vector<DesOutcome> out(sims.size());
+  std::vector<std::pair<Child, size_t>> running;
+  std::vector<std::string> errors(sims.size());
+  size_t next = 0;
+  DesOptions opt;
+  while (next < sims.size() || !running.empty()) {
+    while (next < sims.size() && int(running.size()) < std::max(1, parallel)) {
+      running.emplace_back(start_child(*sims[next], opt), next);
+      ++next;
+    }
+    int status = 0;
+    struct rusage ru {};
+    pid_t pid = wait4(-1, &status, 0, &ru);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      throw std::runtime_error("simgrid engine: wait failed");
+    }
+    for (size_t i = 0; i < running.size(); ++i) {
+      if (running[i].first.pid != pid) continue;
+      out[running[i].second] = finish_child(running[i].first, status, ru);
+      running.erase(running.begin() + long(i));
+      if (on_done) on_done();
+      break;
+    }
+  }
   return out;
 }
 

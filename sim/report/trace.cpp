@@ -20,6 +20,9 @@ std::string chrome_trace(const PreparedSimulation& p, const std::vector<TracedNo
   out.reserve(256 * g.size() * nodes.size() + 4096);
   out += "{\"displayTimeUnit\":\"ms\",\"otherData\":{";
   out += fmt::format("\"scenario\":\"{}\",\"engine\":\"{}\",\"world_size\":{}", p.scenario.name, engine, p.layout.world);
+  if (g.total_micro_steps > g.micro_steps)
+    out += fmt::format(",\"note\":\"micro-steps 3..{} are identical to micro-step 2 and not drawn; the step time includes them\"",
+                       g.total_micro_steps - 2);
   out += "},\"traceEvents\":[\n";
   bool first = true;
   auto emit = [&](const std::string& ev) {
@@ -41,7 +44,8 @@ std::string chrome_trace(const PreparedSimulation& p, const std::vector<TracedNo
       std::string name = to_string(t.kind);
       std::string unit = unit_name(p.workload, t.unit);
       if (!unit.empty()) name += " " + unit;
-      std::string args = fmt::format(R"("micro_step":{})", t.micro_step);
+      const int micro = t.micro_step == g.micro_steps - 1 ? g.total_micro_steps - 1 : t.micro_step;
+      std::string args = fmt::format(R"("micro_step":{})", micro);
       if (!unit.empty()) args += fmt::format(R"(,"unit":"{}")", unit);
       if (!is_compute(t.kind)) {
         const CommOp& op = g.comm_ops[t.op];

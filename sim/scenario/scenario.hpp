@@ -45,6 +45,7 @@ struct TrainingSpec {
   int64_t seq_len = 512;
   int64_t micro_batch = 1;
   int64_t global_batch = 1;
+  int64_t requested_accumulation_steps = 0;  // when given instead of global_batch
   Precision precision = Precision::FP16;
   bool activation_checkpointing = false;
   Optimizer optimizer = Optimizer::Adam;

@@ -110,12 +110,16 @@ ModelSpec parse_model(const YamlNode& n) {
 }
 
 TrainingSpec parse_training(const YamlNode& n, const GpuSpec& gpu) {
-  n.check_keys({"seq_len", "micro_batch", "global_batch", "precision", "activation_checkpointing", "optimizer",
-                "flash_attention"});
+  n.check_keys({"seq_len", "micro_batch", "global_batch", "grad_accumulation_steps", "precision", "activation_checkpointing",
+                "optimizer", "flash_attention"});
   TrainingSpec t;
   t.seq_len = n.at("seq_len").as_int_in(1, 1 << 22);
   t.micro_batch = n.at("micro_batch").as_int_in(1, 1 << 20);
-  t.global_batch = n.at("global_batch").as_int_in(1, int64_t(1) << 40);
+  // The global batch, or the accumulation steps it follows from (global = micro_batch x GPUs x steps).
+  if (n.has("global_batch") && n.has("grad_accumulation_steps"))
+    n.at("grad_accumulation_steps").fail("give global_batch or grad_accumulation_steps, not both");
+  if (n.has("grad_accumulation_steps")) t.requested_accumulation_steps = n.at("grad_accumulation_steps").as_int_in(1, 1 << 20);
+  else t.global_batch = n.at("global_batch").as_int_in(1, int64_t(1) << 40);
   if (auto p = n.get("precision")) {
     std::string s = p->as_choice({"fp16", "bf16", "fp32"});
     t.precision = s == "fp16" ? Precision::FP16 : s == "bf16" ? Precision::BF16 : Precision::FP32;
@@ -225,6 +229,7 @@ Scenario parse_scenario(const YamlNode& root) {
   // Cross-field checks, reported at the key the user has to change.
   const int64_t world = sc.world_size();
   const int64_t per_step = sc.training.micro_batch * world;
+  if (sc.training.requested_accumulation_steps > 0) sc.training.global_batch = sc.training.requested_accumulation_steps * per_step;
   if (sc.training.global_batch % per_step != 0) {
     training.at("global_batch").fail(fmt::format(
         "expected a multiple of micro_batch x data-parallel size = {} x {} = {}, got {}", sc.training.micro_batch,

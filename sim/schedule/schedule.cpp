@@ -39,7 +39,10 @@ namespace {
 class Builder {
  public:
   explicit Builder(const ScheduleInputs& in) : in_(in), w_(*in.workload) {
-    g_.micro_steps = in.micro_steps;
+    g_.total_micro_steps = in.micro_steps;
+    g_.micro_steps = (in.max_built_micro_steps > 0 && in.micro_steps > std::max(4, in.max_built_micro_steps))
+                         ? std::max(4, in.max_built_micro_steps)
+                         : in.micro_steps;
     g_.units = static_cast<int>(w_.units.size());
     pe_ = bytes_per_element(w_.options.precision);
   }

@@ -10,7 +10,8 @@ struct ScheduleInputs {
   StrategySpec strategy;
   ParallelLayout layout;
   ShardingSpec sharding;
-  int micro_steps = 1;
+  int micro_steps = 1;                 // accumulation steps of the step
+  int max_built_micro_steps = 4;       // build at most this many (>= 4); 0 = all of them
   bool recompute = false;              // activation checkpointing: re-run each block's forward in backward
 };
 

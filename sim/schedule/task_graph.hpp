@@ -65,7 +65,11 @@ struct TaskGraph {
   std::vector<uint32_t> deps;
   std::vector<ComputeOp> compute_ops;   // unique compute operations (blocks share one)
   std::vector<CommOp> comm_ops;         // unique collectives
+  // Micro-steps between the first and the last are identical: the graph holds at most a few
+  // (first, two middle, last) and engines' results extrapolate the rest by the measured period of a
+  // middle one (see extrapolate_micro_steps). micro_steps counts those built, total_micro_steps all.
   int micro_steps = 1;
+  int total_micro_steps = 1;
   int units = 0;
 
   const Task& operator[](size_t i) const { return tasks[i]; }

@@ -1,0 +1,88 @@
+#include "planner/evaluate.hpp"
+
+#include <atomic>
+#include <thread>
+
+#include "planner/progress.hpp"
+#include "sim/des/simulate_simgrid.hpp"
+
+namespace micsim {
+
+int default_threads() {
+  unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : int(n);
+}
+
+std::vector<Evaluation> evaluate_variants(const std::string& base_yaml, const std::string& base_file,
+                                          const std::vector<Variant>& variants, const EvaluateOptions& opt) {
+  std::vector<Evaluation> out(variants.size());
+  std::atomic<size_t> next{0};
+  std::optional<Progress> progress;
+  if (!opt.progress_label.empty()) progress.emplace(opt.progress_label, variants.size());
+  auto work = [&] {
+    for (size_t i = next++; i < variants.size(); i = next++) {
+      Evaluation& e = out[i];
+      e.variant = variants[i];
+      try {
+        Scenario sc = parse_scenario_text(base_yaml, base_file, variants[i].overrides);
+        sc.warnings.clear();
+        PreparedSimulation p = prepare_simulation(sc);
+        e.valid = true;
+        if (!p.memory.fits) {
+          e.reason = "does not fit in GPU memory";
+          e.reason_key = "memory";
+        }
+        if (p.memory.fits || opt.simulate_non_fitting) {
+          e.analytic = simulate_analytic(p);
+          e.analytic.timeline.tasks.clear();
+          e.analytic.timeline.tasks.shrink_to_fit();
+        } else {
+          // Not simulated: keep what identifies it (sizes, memory) for reports.
+          e.analytic.memory = p.memory;
+          e.analytic.world_size = p.layout.world;
+          e.analytic.nodes = p.layout.nodes;
+          e.analytic.partition_size = p.sharding.param_shards > 1 ? p.sharding.param_shards
+                                      : (sc.strategy.kind == StrategyKind::DDP ? 1 : p.sharding.optimizer_shards);
+        }
+        e.scenario = std::move(sc);
+      } catch (const InputError& err) {
+        e.valid = false;
+        e.reason = err.detail();
+        e.reason_key = err.key();
+      } catch (const std::exception& err) {
+        e.valid = false;
+        e.reason = std::string("internal error: ") + err.what();
+        e.reason_key = "internal";
+      }
+      if (progress) progress->tick();
+    }
+  };
+  const int threads = std::max(1, std::min<int>(opt.threads > 0 ? opt.threads : default_threads(), int(variants.size())));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  if (progress) progress->done();
+  return out;
+}
+
+void refine_with_simgrid(const std::vector<Evaluation*>& evals, int parallel, const std::string& progress_label) {
+  std::vector<PreparedSimulation> prepared;
+  prepared.reserve(evals.size());
+  for (auto* e : evals) prepared.push_back(prepare_simulation(*e->scenario));
+  std::vector<const PreparedSimulation*> ptrs;
+  for (const auto& p : prepared) ptrs.push_back(&p);
+  std::optional<Progress> progress;
+  if (!progress_label.empty()) progress.emplace(progress_label, evals.size());
+  auto outcomes = des::run_isolated_many(ptrs, parallel, [&] {
+    if (progress) progress->tick();
+  });
+  if (progress) progress->done();
+  for (size_t i = 0; i < evals.size(); ++i) {
+    SimulationResult r = make_result(prepared[i], outcomes[i].critical, "simgrid");
+    r.timeline.tasks.clear();
+    evals[i]->simgrid = std::move(r);
+  }
+}
+
+}  // namespace micsim

@@ -1,0 +1,176 @@
+#include "planner/handoff.hpp"
+
+#include <fmt/format.h>
+
+#include "models/io/atomic_file.hpp"
+
+namespace micsim {
+
+nlohmann::json deepspeed_fragment(const Scenario& sc) {
+  using nlohmann::json;
+  const auto& s = sc.strategy;
+  json j;
+  j["train_batch_size"] = sc.training.global_batch;
+  j["train_micro_batch_size_per_gpu"] = sc.training.micro_batch;
+  j["gradient_accumulation_steps"] = sc.grad_accumulation_steps();
+  if (sc.training.precision == Precision::FP16) j["fp16"] = {{"enabled", true}, {"loss_scale", 0}};
+  if (sc.training.precision == Precision::BF16) j["bf16"] = {{"enabled", true}};
+  json z;
+  switch (s.kind) {
+    case StrategyKind::DDP: z["stage"] = 0; break;
+    case StrategyKind::Zero1: z["stage"] = 1; break;
+    case StrategyKind::Zero2: z["stage"] = 2; break;
+    case StrategyKind::Zero3:
+    case StrategyKind::MiCS:
+    case StrategyKind::HSDP: z["stage"] = 3; break;
+  }
+  if (s.kind == StrategyKind::MiCS) {
+    ParallelLayout l = make_layout(s, sc.cluster.nodes, sc.cluster.instance.gpus_per_node);
+    z["mics_shard_size"] = l.partition_size;
+    z["mics_hierarchical_params_gather"] = l.hierarchical;
+  }
+  z["overlap_comm"] = true;
+  z["reduce_scatter"] = true;
+  z["reduce_bucket_size"] = int64_t(s.reduce_bucket_elements);
+  if (s.kind == StrategyKind::Zero3 || s.kind == StrategyKind::MiCS) {
+    z["stage3_prefetch_bucket_size"] = int64_t(s.prefetch_bucket_elements);
+    z["stage3_max_live_parameters"] = int64_t(s.max_live_parameters);
+  }
+  j["zero_optimization"] = z;
+  if (sc.training.activation_checkpointing)
+    j["activation_checkpointing"] = {{"partition_activations", false}, {"contiguous_memory_optimization", false}};
+  if (s.kind == StrategyKind::HSDP)
+    j["_note"] = "hsdp is PyTorch FSDP HYBRID_SHARD: use the FSDP fragment (DeepSpeed's nearest is MiCS without 2-hop)";
+  return j;
+}
+
+nlohmann::json fsdp_fragment(const Scenario& sc) {
+  using nlohmann::json;
+  const auto& s = sc.strategy;
+  ParallelLayout l = make_layout(s, sc.cluster.nodes, sc.cluster.instance.gpus_per_node);
+  json j;
+  std::string strategy;
+  switch (s.kind) {
+    case StrategyKind::DDP: strategy = "NO_SHARD"; break;
+    case StrategyKind::Zero1:
+    case StrategyKind::Zero2: strategy = "SHARD_GRAD_OP"; break;
+    case StrategyKind::Zero3: strategy = "FULL_SHARD"; break;
+    case StrategyKind::MiCS:
+    case StrategyKind::HSDP: strategy = l.replication_size > 1 ? "HYBRID_SHARD" : "FULL_SHARD"; break;
+  }
+  j["sharding_strategy"] = strategy;
+  j["shard_group_size"] = l.partition_size;
+  j["replicate_group_size"] = l.replication_size;
+  // FSDP2 fully_shard(..., mesh=init_device_mesh("cuda", (replicate, shard), mesh_dim_names=("replicate", "shard")))
+  j["fsdp2_device_mesh"] = {{"shape", {l.replication_size, l.partition_size}}, {"dim_names", {"replicate", "shard"}}};
+  if (s.kind == StrategyKind::MiCS || s.kind == StrategyKind::HSDP)
+    j["fsdp2_set_requires_all_reduce_false_during_accumulation"] = s.two_hop_sync;
+  j["micro_batch_size"] = sc.training.micro_batch;
+  j["gradient_accumulation_steps"] = sc.grad_accumulation_steps();
+  j["mixed_precision"] = to_string(sc.training.precision);
+  j["activation_checkpointing"] = sc.training.activation_checkpointing;
+  j["forward_prefetch"] = true;
+  j["backward_prefetch"] = "BACKWARD_PRE";
+  return j;
+}
+
+namespace {
+
+int line_of(const std::string& text, const std::string& key) {
+  size_t pos = text.find("\"" + key + "\"");
+  if (pos == std::string::npos) return 0;
+  int line = 1;
+  for (size_t i = 0; i < pos; ++i) line += text[i] == '\n';
+  return line;
+}
+
+}  // namespace
+
+DeepSpeedOverrides read_deepspeed_config(const std::string& path, int world_size) {
+  const std::string text = read_whole_file(path);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    int line = 1;
+    for (size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) line += text[i] == '\n';
+    throw InputError({path, line, 0}, "", "malformed JSON in DeepSpeed config");
+  }
+  if (!j.is_object()) throw InputError({path, 1, 0}, "", "expected a JSON object (a DeepSpeed config)");
+  DeepSpeedOverrides out;
+  auto fail = [&](const std::string& key, const std::string& what) {
+    throw InputError({path, line_of(text, key.substr(key.rfind('.') + 1)), 0}, key, what);
+  };
+  auto is_auto = [](const nlohmann::json& v) { return v.is_string() && v.get<std::string>() == "auto"; };
+  auto integer = [&](const nlohmann::json& obj, const std::string& key, const std::string& shown) -> std::optional<int64_t> {
+    if (!obj.contains(key) || obj[key].is_null() || is_auto(obj[key])) return std::nullopt;
+    const auto& v = obj[key];
+    if (v.is_number_integer() && v.get<int64_t>() >= 0) return v.get<int64_t>();
+    if (v.is_number_float() && v.get<double>() >= 0 && v.get<double>() == double(int64_t(v.get<double>()))) return int64_t(v.get<double>());
+    fail(shown, fmt::format("expected a non-negative integer, got {}", v.dump()));
+    return std::nullopt;
+  };
+  auto boolean = [&](const nlohmann::json& obj, const std::string& key, const std::string& shown) -> std::optional<bool> {
+    if (!obj.contains(key) || is_auto(obj[key])) return std::nullopt;
+    if (!obj[key].is_boolean()) {
+      fail(shown, fmt::format("expected true or false, got {}", obj[key].dump()));
+      return std::nullopt;
+    }
+    return obj[key].get<bool>();
+  };
+  auto mbs = integer(j, "train_micro_batch_size_per_gpu", "train_micro_batch_size_per_gpu");
+  auto tbs = integer(j, "train_batch_size", "train_batch_size");
+  auto gas = integer(j, "gradient_accumulation_steps", "gradient_accumulation_steps");
+  if (mbs) out.overrides.push_back(fmt::format("training.micro_batch={}", *mbs));
+  if (tbs) out.overrides.push_back(fmt::format("training.global_batch={}", *tbs));
+  else if (mbs && gas) out.overrides.push_back(fmt::format("training.global_batch={}", *mbs * *gas * world_size));
+  if (j.contains("fp16") && j["fp16"].is_object() && boolean(j["fp16"], "enabled", "fp16.enabled").value_or(false))
+    out.overrides.push_back("training.precision=fp16");
+  else if (j.contains("bf16") && j["bf16"].is_object() && boolean(j["bf16"], "enabled", "bf16.enabled").value_or(false))
+    out.overrides.push_back("training.precision=bf16");
+  if (j.contains("optimizer") && j["optimizer"].is_object() && j["optimizer"].contains("type")) {
+    std::string t = j["optimizer"]["type"].is_string() ? j["optimizer"]["type"].get<std::string>() : "";
+    for (auto& c : t) c = char(std::tolower(static_cast<unsigned char>(c)));
+    if (t.find("lamb") != std::string::npos) out.overrides.push_back("training.optimizer=lamb");
+    else if (t.find("adam") != std::string::npos) out.overrides.push_back("training.optimizer=adam");
+    else if (t.find("sgd") != std::string::npos) out.overrides.push_back("training.optimizer=sgd");
+    else fail("optimizer.type", "expected Adam, AdamW, Lamb or SGD (micsim models these)");
+  }
+  if (j.contains("activation_checkpointing")) out.overrides.push_back("training.activation_checkpointing=true");
+  if (j.contains("zero_optimization")) {
+    const auto& z = j["zero_optimization"];
+    if (!z.is_object()) fail("zero_optimization", "expected an object");
+    auto stage = integer(z, "stage", "zero_optimization.stage").value_or(0);
+    if (stage > 3) fail("zero_optimization.stage", fmt::format("expected 0, 1, 2 or 3, got {}", stage));
+    auto shard = integer(z, "mics_shard_size", "zero_optimization.mics_shard_size");
+    if (stage == 3 && shard && *shard > 0) {
+      out.overrides.push_back("strategy.kind=mics");
+      out.overrides.push_back(fmt::format("strategy.partition_size={}", *shard));
+      bool hier = boolean(z, "mics_hierarchical_params_gather", "zero_optimization.mics_hierarchical_params_gather").value_or(false);
+      out.overrides.push_back(fmt::format("strategy.hierarchical_allgather={}", hier ? "true" : "false"));
+      out.overrides.push_back("strategy.two_hop_sync=true");
+    } else {
+      const char* kinds[] = {"ddp", "zero1", "zero2", "zero3"};
+      out.overrides.push_back(fmt::format("strategy.kind={}", kinds[stage]));
+    }
+    if (auto v = integer(z, "reduce_bucket_size", "zero_optimization.reduce_bucket_size"))
+      out.overrides.push_back(fmt::format("strategy.reduce_bucket_size={}", *v));
+    if (auto v = integer(z, "stage3_prefetch_bucket_size", "zero_optimization.stage3_prefetch_bucket_size"))
+      out.overrides.push_back(fmt::format("strategy.prefetch_bucket_size={}", *v));
+    if (auto v = integer(z, "stage3_max_live_parameters", "zero_optimization.stage3_max_live_parameters"))
+      out.overrides.push_back(fmt::format("strategy.max_live_parameters={}", *v));
+    for (auto it = z.begin(); it != z.end(); ++it) {
+      static const std::vector<std::string> used = {"stage", "mics_shard_size", "mics_hierarchical_params_gather",
+                                                    "reduce_bucket_size", "stage3_prefetch_bucket_size",
+                                                    "stage3_max_live_parameters"};
+      if (std::find(used.begin(), used.end(), it.key()) == used.end()) out.ignored.push_back("zero_optimization." + it.key());
+    }
+  }
+  static const std::vector<std::string> top = {"train_micro_batch_size_per_gpu", "train_batch_size", "gradient_accumulation_steps",
+                                               "fp16", "bf16", "optimizer", "activation_checkpointing", "zero_optimization"};
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (std::find(top.begin(), top.end(), it.key()) == top.end()) out.ignored.push_back(it.key());
+  return out;
+}
+
+}  // namespace micsim

@@ -1,0 +1,515 @@
+#include "planner/plan.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <set>
+
+#include "models/hardware/catalog.hpp"
+#include "models/io/atomic_file.hpp"
+#include "planner/handoff.hpp"
+#include "sim/report/report.hpp"
+
+namespace micsim {
+
+namespace {
+
+const char* objective_name(Objective o) {
+  return o == Objective::Throughput ? "throughput" : o == Objective::Time ? "time to train the target" : "cost of the target";
+}
+
+std::vector<int> read_int_list(const YamlNode& n, int64_t lo, int64_t hi) {
+  std::vector<int> out;
+  if (n.is_map()) {  // {min, max}: powers of two in range; {min, max, step}: arithmetic
+    n.check_keys({"min", "max", "step"});
+    int64_t a = n.at("min").as_int_in(lo, hi), b = n.at("max").as_int_in(lo, hi);
+    if (b < a) n.at("max").fail("expected max >= min");
+    if (auto st = n.get("step")) {
+      int64_t s = st->as_int_in(1, hi);
+      for (int64_t v = a; v <= b; v += s) out.push_back(int(v));
+    } else {
+      for (int64_t v = 1; v <= b; v *= 2)
+        if (v >= a) out.push_back(int(v));
+      if (out.empty()) n.fail("no power of two in [min, max]");
+    }
+  } else if (n.is_sequence()) {
+    for (const auto& i : n.items()) out.push_back(int(i.as_int_in(lo, hi)));
+    if (out.empty()) n.fail("expected a non-empty list");
+  } else {
+    out.push_back(int(n.as_int_in(lo, hi)));
+  }
+  return out;
+}
+
+std::vector<bool> read_bool_list(const YamlNode& n) {
+  std::vector<bool> out;
+  if (n.is_sequence()) {
+    for (const auto& i : n.items()) out.push_back(i.as_bool());
+    if (out.empty()) n.fail("expected a non-empty list");
+  } else {
+    out.push_back(n.as_bool());
+  }
+  return out;
+}
+
+std::vector<std::string> read_string_list(const YamlNode& n) {
+  std::vector<std::string> out;
+  if (n.is_sequence()) {
+    for (const auto& i : n.items()) out.push_back(i.as_string());
+    if (out.empty()) n.fail("expected a non-empty list");
+  } else {
+    out.push_back(n.as_string());
+  }
+  return out;
+}
+
+}  // namespace
+
+PlanSpec read_plan_block(const std::string& path, const std::string& text) {
+  PlanSpec s;
+  YamlNode root = YamlNode::load_string(text, path);
+  auto p = root.get("plan");
+  if (!p) return s;
+  p->check_keys({"instances", "nodes", "strategies", "partition_sizes", "hierarchical_allgather", "micro_batches",
+                 "activation_checkpointing", "objective", "target_tokens", "max_nodes", "max_usd_per_hour", "prices",
+                 "top", "refine"});
+  const auto& cat = HardwareCatalog::builtin();
+  if (auto n = p->get("instances")) {
+    for (const auto& item : n->is_sequence() ? n->items() : std::vector<YamlNode>{*n}) {
+      std::string name = item.as_string();
+      if (!cat.find_instance(name)) {
+        std::string hint = closest_match(name, cat.instance_names());
+        item.fail(fmt::format("unknown instance '{}'{}", name, hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint)));
+      }
+      s.instances.push_back(name);
+    }
+  }
+  if (auto n = p->get("nodes")) s.nodes = read_int_list(*n, 1, 1 << 16);
+  if (auto n = p->get("strategies")) {
+    for (const auto& item : n->is_sequence() ? n->items() : std::vector<YamlNode>{*n})
+      s.strategies.push_back(item.as_choice(strategy_kind_names()));
+  }
+  if (auto n = p->get("partition_sizes")) s.partition_sizes = read_int_list(*n, 1, 1 << 20);
+  if (auto n = p->get("hierarchical_allgather")) s.hierarchical = read_bool_list(*n);
+  if (auto n = p->get("micro_batches")) s.micro_batches = read_int_list(*n, 1, 1 << 16);
+  if (auto n = p->get("activation_checkpointing")) s.checkpointing = read_bool_list(*n);
+  if (auto n = p->get("objective")) {
+    std::string o = n->as_choice({"throughput", "time", "cost"});
+    s.objective = o == "throughput" ? Objective::Throughput : o == "time" ? Objective::Time : Objective::Cost;
+  }
+  if (auto n = p->get("target_tokens")) s.target_tokens = n->as_double_in(1, 1e18);
+  if (s.objective != Objective::Throughput && s.target_tokens <= 0)
+    p->at("objective").fail("objective time or cost needs plan.target_tokens (tokens to train)");
+  if (auto n = p->get("max_nodes")) s.max_nodes = int(n->as_int_in(1, 1 << 20));
+  if (auto n = p->get("max_usd_per_hour")) s.max_usd_per_hour = n->as_double_in(0.01, 1e9);
+  if (auto n = p->get("prices")) {
+    n->require_map();
+    for (const auto& k : n->keys()) {
+      if (!cat.find_instance(k)) n->at(k).fail("unknown instance '" + k + "'");
+      s.prices[k] = n->at(k).as_double_in(0, 1e6);
+    }
+  }
+  if (auto n = p->get("top")) s.top = int(n->as_int_in(1, 100000));
+  if (auto n = p->get("refine")) s.refine = int(n->as_int_in(0, 10000));
+  return s;
+}
+
+namespace {
+
+// Every partition size worth trying on N GPUs with g per node: divisors of g (>1) and multiples of g
+// that divide N, except N itself (that is ZeRO-3 / FULL_SHARD).
+std::vector<int> valid_partition_sizes(int n_gpus, int g) {
+  std::vector<int> out;
+  for (int p = 2; p <= std::min(g, n_gpus); ++p)
+    if (g % p == 0 && n_gpus % p == 0 && p < n_gpus) out.push_back(p);
+  for (int p = 2 * g; p < n_gpus; p += g)
+    if (n_gpus % p == 0) out.push_back(p);
+  return out;
+}
+
+// A candidate's settings without its partition group (to find the same candidate at another p).
+std::string key_without_partition(const std::vector<std::string>& overrides) {
+  std::string k;
+  for (const auto& o : overrides)
+    if (o.rfind("strategy.partition_size=", 0) != 0 && o.rfind("strategy.hierarchical_allgather=", 0) != 0) k += o + ";";
+  return k;
+}
+
+// Groups pruning reasons: "expected a multiple of ... = 8 x 128 = 1024, got 512" -> its text before the numbers.
+std::string reason_category(const std::string& key, const std::string& detail) {
+  std::string d = detail.substr(0, detail.find(", got"));
+  size_t eq = d.find(" = ");
+  if (eq != std::string::npos) d = d.substr(0, eq);
+  size_t paren = d.find(" (");
+  if (paren != std::string::npos) d = d.substr(0, paren);
+  return key.empty() ? d : key + ": " + d;
+}
+
+std::string describe(const Scenario& sc) {
+  ParallelLayout l = make_layout(sc.strategy, sc.cluster.nodes, sc.cluster.instance.gpus_per_node);
+  std::string s = fmt::format("{} x {} {}", sc.cluster.nodes, sc.cluster.instance.name, to_string(sc.strategy.kind));
+  if (sc.strategy.kind == StrategyKind::MiCS || sc.strategy.kind == StrategyKind::HSDP) s += fmt::format(" p={}", l.partition_size);
+  if (l.hierarchical) s += " hierarchical";
+  s += fmt::format(", micro-batch {}{}", sc.training.micro_batch, sc.training.activation_checkpointing ? ", checkpointing" : "");
+  return s;
+}
+
+const CollectiveSummary* largest_collective(const SimulationResult& r) {
+  const CollectiveSummary* best = nullptr;
+  for (const auto& c : r.collectives)
+    if (!best || c.total_s > best->total_s) best = &c;
+  return best;
+}
+
+}  // namespace
+
+PlanResult run_plan(const std::string& path, const std::vector<std::string>& base_overrides, const PlanSpec& spec_in) {
+  PlanResult res;
+  res.spec = spec_in;
+  PlanSpec& spec = res.spec;
+  const std::string text = read_whole_file(path);
+  Scenario base = parse_scenario_text(text, path, base_overrides);
+  if (spec.instances.empty()) spec.instances = {base.cluster.instance.name};
+  if (spec.nodes.empty()) spec.nodes = {base.cluster.nodes};
+  if (spec.strategies.empty()) spec.strategies = {"zero3", "mics", "hsdp", "ddp"};
+  if (spec.micro_batches.empty()) spec.micro_batches = {int(base.training.micro_batch)};
+  if (spec.checkpointing.empty()) spec.checkpointing = {base.training.activation_checkpointing};
+  const bool inline_instance = base.cluster.instance.name == "inline-instance";
+
+  // 1. Enumerate.
+  std::vector<Variant> variants;
+  for (const auto& inst_name : spec.instances) {
+    const InstanceSpec& inst = inline_instance && spec.instances.size() == 1 ? base.cluster.instance
+                                                                             : HardwareCatalog::builtin().instance(inst_name);
+    const int g = inst.gpus_per_node;
+    for (int nodes : spec.nodes) {
+      if (spec.max_nodes > 0 && nodes > spec.max_nodes) {
+        res.pruned["more nodes than plan.max_nodes"] += 1;
+        continue;
+      }
+      for (const auto& kind : spec.strategies) {
+        std::vector<int> ps = {0};
+        if (kind == "mics" || kind == "hsdp") {
+          ps = spec.partition_sizes.empty() ? valid_partition_sizes(nodes * g, g) : spec.partition_sizes;
+          if (ps.empty()) continue;
+        }
+        for (int p : ps) {
+          std::vector<int> hier = {-1};
+          if (kind == "mics" && p > g) {
+            hier.clear();
+            for (bool h : spec.hierarchical) hier.push_back(h ? 1 : 0);
+          }
+          for (int h : hier)
+            for (int mb : spec.micro_batches)
+              for (bool ck : spec.checkpointing) {
+                Variant v;
+                v.overrides = base_overrides;
+                if (!(inline_instance && spec.instances.size() == 1)) v.overrides.push_back("cluster.instance=" + inst_name);
+                v.overrides.push_back(fmt::format("cluster.nodes={}", nodes));
+                v.overrides.push_back("strategy.kind=" + kind);
+                if (p > 0) v.overrides.push_back(fmt::format("strategy.partition_size={}", p));
+                if (h >= 0) v.overrides.push_back(fmt::format("strategy.hierarchical_allgather={}", h ? "true" : "false"));
+                if (kind == "mics") v.overrides.push_back("strategy.two_hop_sync=true");
+                v.overrides.push_back(fmt::format("training.micro_batch={}", mb));
+                v.overrides.push_back(fmt::format("training.activation_checkpointing={}", ck ? "true" : "false"));
+                variants.push_back(std::move(v));
+              }
+        }
+      }
+    }
+  }
+  res.candidates = variants.size() + res.pruned["more nodes than plan.max_nodes"];
+  if (res.pruned["more nodes than plan.max_nodes"] == 0) res.pruned.erase("more nodes than plan.max_nodes");
+
+  // 2. Evaluate every candidate with the analytic engine (all cores).
+  auto t0 = std::chrono::steady_clock::now();
+  EvaluateOptions eo;
+  eo.threads = spec.threads;
+  eo.progress_label = spec.progress ? "plan: analytic" : "";
+  eo.simulate_non_fitting = false;
+  res.evaluations = evaluate_variants(text, path, variants, eo);
+  res.analytic_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  res.evaluated = res.evaluations.size();
+
+  // 3. Prune: invalid, does not fit, over budget, no price for a cost objective.
+  auto price_of = [&](const Scenario& sc) -> std::optional<double> {
+    auto it = spec.prices.find(sc.cluster.instance.name);
+    if (it != spec.prices.end()) return it->second * sc.cluster.nodes;
+    if (sc.cluster.instance.price_usd_per_hour) return *sc.cluster.instance.price_usd_per_hour * sc.cluster.nodes;
+    return std::nullopt;
+  };
+  for (size_t i = 0; i < res.evaluations.size(); ++i) {
+    const Evaluation& e = res.evaluations[i];
+    if (!e.valid) {
+      res.pruned[reason_category(e.reason_key, e.reason)] += 1;
+      continue;
+    }
+    if (!e.analytic.memory.fits) {
+      res.pruned["does not fit in GPU memory"] += 1;
+      continue;
+    }
+    auto price = price_of(*e.scenario);
+    if (spec.max_usd_per_hour > 0 && price && *price > spec.max_usd_per_hour) {
+      res.pruned["over plan.max_usd_per_hour"] += 1;
+      continue;
+    }
+    if (spec.objective == Objective::Cost && !price) {
+      res.pruned["no price for the cost objective"] += 1;
+      continue;
+    }
+    PlanRow row;
+    row.index = i;
+    row.eval = &e;
+    row.has_price = price.has_value();
+    row.price_usd_per_hour = price.value_or(0);
+    res.ranking.push_back(row);
+  }
+  auto score = [&](PlanRow& row) {
+    const SimulationResult& r = row.eval->best();
+    row.tokens_per_s = r.tokens_per_s;
+    row.hours_for_target = spec.target_tokens > 0 ? spec.target_tokens / r.tokens_per_s / 3600.0 : 0;
+    row.usd_for_target = row.hours_for_target * row.price_usd_per_hour;
+    row.objective = spec.objective == Objective::Throughput ? -r.tokens_per_s
+                    : spec.objective == Objective::Time     ? 1.0 / r.tokens_per_s
+                                                            : row.price_usd_per_hour / r.tokens_per_s;
+  };
+  auto by_objective = [](const PlanRow& a, const PlanRow& b) {
+    return a.objective != b.objective ? a.objective < b.objective : a.index < b.index;
+  };
+  for (auto& row : res.ranking) score(row);
+  std::sort(res.ranking.begin(), res.ranking.end(), by_objective);
+
+  // 4. Re-simulate the top K with the SimGrid engine, then rank those by what it says.
+  const size_t k = std::min<size_t>(spec.refine, res.ranking.size());
+  if (k > 0) {
+    auto t1 = std::chrono::steady_clock::now();
+    std::vector<Evaluation*> top;
+    for (size_t i = 0; i < k; ++i) top.push_back(&res.evaluations[res.ranking[i].index]);
+    refine_with_simgrid(top, spec.threads > 0 ? spec.threads : default_threads(), spec.progress ? "plan: simgrid" : "");
+    for (size_t i = 0; i < k; ++i) {
+      res.ranking[i].refined = true;
+      score(res.ranking[i]);
+    }
+    std::sort(res.ranking.begin(), res.ranking.begin() + long(k), by_objective);
+    res.simgrid_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  }
+
+  // 5. Pareto front: more tokens/s for fewer dollars per token.
+  std::vector<size_t> order;
+  for (size_t i = 0; i < res.ranking.size(); ++i)
+    if (res.ranking[i].has_price) order.push_back(i);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const auto &x = res.ranking[a], &y = res.ranking[b];
+    return x.tokens_per_s != y.tokens_per_s ? x.tokens_per_s > y.tokens_per_s : x.index < y.index;
+  });
+  double best_cost = 1e300;
+  for (size_t i : order) {
+    double cost = res.ranking[i].price_usd_per_hour / res.ranking[i].tokens_per_s;
+    if (cost < best_cost - 1e-15) {
+      best_cost = cost;
+      res.ranking[i].pareto = true;
+      res.pareto.push_back(i);
+    }
+  }
+
+  // 6. The smallest partition group that fits, per instance and sharded strategy.
+  for (const auto& inst : spec.instances)
+    for (const char* kind : {"mics", "hsdp"}) {
+      const PlanRow* best = nullptr;
+      int best_p = 1 << 30;
+      for (const auto& row : res.ranking) {
+        const Scenario& sc = *row.eval->scenario;
+        if (sc.cluster.instance.name != inst && !inline_instance) continue;
+        if (std::string(to_string(sc.strategy.kind)) != kind) continue;
+        int p = row.eval->analytic.partition_size;
+        if (p < best_p || (p == best_p && row.objective < best->objective)) best_p = p, best = &row;
+      }
+      if (!best) continue;
+      const auto& r = best->eval->best();
+      std::string cost = best->has_price ? fmt::format("${:.2f}/h", best->price_usd_per_hour) : "no price";
+      if (best->has_price && spec.target_tokens > 0) cost += fmt::format(", ${:.0f} for the target", best->usd_for_target);
+      res.smallest_fitting.push_back(fmt::format("{} {}: p = {} fits ({} headroom per GPU) with {}: {:.0f} tokens/s, {}", inst, kind,
+                                                 best_p, human_bytes(r.memory.headroom_bytes()), describe(*best->eval->scenario),
+                                                 r.tokens_per_s, cost));
+    }
+
+  // 7. Explain the winner; hand-off fragments.
+  if (!res.ranking.empty()) {
+    const PlanRow& w = res.ranking.front();
+    const SimulationResult& r = w.eval->best();
+    const Scenario& sc = *w.eval->scenario;
+    std::string& x = res.explanation;
+    const double T = r.iteration_time_s;
+    x += fmt::format("{}: {} per step ({}), {:.0f} % compute, {:.0f} % exposed communication, {:.0f} % idle.\n",
+                     describe(sc), human_seconds(T), r.engine, 100 * r.compute_s / T, 100 * r.exposed_comm_s / T, 100 * r.idle_s / T);
+    if (const auto* c = largest_collective(r))
+      x += fmt::format("  Largest collective: {} in the {} ({} ranks on {} node(s), {} {}/{}), {} per step, bound by the {} tier.\n",
+                       c->task, c->group, c->estimate.layout.ranks, c->estimate.layout.nodes, human_bytes(c->estimate.bytes),
+                       to_string(c->estimate.algorithm), to_string(c->estimate.protocol), human_seconds(c->total_s),
+                       to_string(c->estimate.bottleneck));
+    // The best of each other strategy, on the same instance.
+    std::set<std::string> seen = {to_string(sc.strategy.kind)};
+    for (const auto& row : res.ranking) {
+      const Scenario& o = *row.eval->scenario;
+      std::string kind = to_string(o.strategy.kind);
+      if (seen.count(kind) || o.cluster.instance.name != sc.cluster.instance.name) continue;
+      seen.insert(kind);
+      const SimulationResult& ro = row.eval->best();
+      std::string why;
+      if (const auto* c = largest_collective(ro))
+        why = fmt::format("; its largest collective is {} in the {} over {} node(s) ({} per step, {} tier)", c->task, c->group,
+                          c->estimate.layout.nodes, human_seconds(c->total_s), to_string(c->estimate.bottleneck));
+      std::string cmp;
+      if (spec.objective == Objective::Cost)
+        cmp = fmt::format("{:.2f}x the winner's cost for the target", row.usd_for_target / w.usd_for_target);
+      else if (spec.objective == Objective::Time)
+        cmp = fmt::format("{:.2f}x the winner's time for the target", row.hours_for_target / w.hours_for_target);
+      else
+        cmp = fmt::format("{:.2f}x the winner's throughput", row.tokens_per_s / w.tokens_per_s);
+      x += fmt::format("  Best {}: {} -> {} ({:.0f} % of its step is exposed communication{}).\n", kind, describe(o), cmp,
+                       100 * ro.exposed_comm_s / ro.iteration_time_s, why);
+    }
+    // Neighbouring partition sizes.
+    if (sc.strategy.kind == StrategyKind::MiCS || sc.strategy.kind == StrategyKind::HSDP) {
+      const int p = r.partition_size;
+      const std::string key = key_without_partition(w.eval->variant.overrides);
+      for (int q : {p / 2, p * 2}) {
+        // The same settings at p = q (with the hierarchical gather when the group spans nodes).
+        const Evaluation* e = nullptr;
+        for (const auto& cand : res.evaluations) {
+          if (!cand.valid || key_without_partition(cand.variant.overrides) != key || cand.analytic.partition_size != q) continue;
+          if (!e || (cand.scenario->strategy.hierarchical_allgather && !e->scenario->strategy.hierarchical_allgather)) e = &cand;
+        }
+        if (!e || q < 2) continue;
+        if (!e->analytic.memory.fits) {
+          x += fmt::format("  p = {}: does not fit ({} over per GPU).\n", q, human_bytes(-e->analytic.memory.headroom_bytes()));
+        } else {
+          x += fmt::format("  p = {}: {:+.1f} % throughput (analytic), {} headroom per GPU (winner: {}).\n", q,
+                           100 * (e->analytic.tokens_per_s / w.eval->analytic.tokens_per_s - 1),
+                           human_bytes(e->analytic.memory.headroom_bytes()), human_bytes(r.memory.headroom_bytes()));
+        }
+      }
+    }
+    res.deepspeed = deepspeed_fragment(sc);
+    res.fsdp = fsdp_fragment(sc);
+  }
+  return res;
+}
+
+std::string format_plan(const PlanResult& r) {
+  const PlanSpec& s = r.spec;
+  std::string o;
+  o += fmt::format("micsim plan: objective {}", objective_name(s.objective));
+  if (s.target_tokens > 0) o += fmt::format(", target {:.3g} tokens", s.target_tokens);
+  o += "\n";
+  size_t fitting = r.ranking.size();
+  o += fmt::format("  searched {} configurations; {} ranked; pruned:\n", r.candidates, fitting);
+  std::vector<std::pair<size_t, std::string>> pr;
+  for (const auto& [reason, n] : r.pruned) pr.emplace_back(n, reason);
+  std::sort(pr.begin(), pr.end(), [](const auto& a, const auto& b) { return a.first != b.first ? a.first > b.first : a.second < b.second; });
+  for (const auto& [n, reason] : pr) o += fmt::format("    {:>7}  {}\n", n, reason);
+  if (pr.empty()) o += "    none\n";
+  const bool target = s.target_tokens > 0;
+  o += fmt::format("\n {:>4} {:<22}{:>5}{:>6} {:<7}{:>5} {:<5}{:>4}{:>5} {:<5}{:>10}{:>11}{:>8}{:>7}{:>10}{:>10}", "rank", "instance",
+                   "nodes", "GPUs", "strategy", "p", "hier", "mb", "acc", "ckpt", "step", "samples/s", "TFLOPS", "MFU", "headroom",
+                   "$/h");
+  if (target) o += fmt::format("{:>10}{:>12}", "days", "$ target");
+  o += "  engine\n";
+  for (size_t i = 0; i < r.ranking.size() && int(i) < s.top; ++i) {
+    const PlanRow& row = r.ranking[i];
+    const Scenario& sc = *row.eval->scenario;
+    const SimulationResult& res = row.eval->best();
+    ParallelLayout l = make_layout(sc.strategy, sc.cluster.nodes, sc.cluster.instance.gpus_per_node);
+    bool grouped = sc.strategy.kind == StrategyKind::MiCS || sc.strategy.kind == StrategyKind::HSDP;
+    o += fmt::format(" {:>4} {:<22}{:>5}{:>6} {:<7}{:>5} {:<5}{:>4}{:>5} {:<5}{:>10}{:>11.1f}{:>8.1f}{:>6.1f}%{:>10}{:>10}", i + 1,
+                     sc.cluster.instance.name, sc.cluster.nodes, res.world_size, to_string(sc.strategy.kind),
+                     grouped ? std::to_string(l.partition_size) : "-",
+                     sc.strategy.kind == StrategyKind::MiCS && l.partition_size > l.gpus_per_node ? (l.hierarchical ? "yes" : "no") : "-",
+                     sc.training.micro_batch, res.grad_accumulation_steps, sc.training.activation_checkpointing ? "yes" : "no",
+                     human_seconds(res.iteration_time_s), res.samples_per_s, res.tflops_per_gpu, 100 * res.mfu,
+                     human_bytes(res.memory.headroom_bytes()), row.has_price ? fmt::format("{:.0f}", row.price_usd_per_hour) : "-");
+    if (target)
+      o += fmt::format("{:>10.2f}{:>12}", row.hours_for_target / 24, row.has_price ? fmt::format("{:.0f}", row.usd_for_target) : "-");
+    o += fmt::format("  {}{}\n", res.engine, row.pareto ? " *" : "");
+  }
+  if (!r.pareto.empty()) {
+    o += "\n  Pareto front, throughput vs cost (* above):\n";
+    for (size_t i : r.pareto) {
+      const PlanRow& row = r.ranking[i];
+      o += fmt::format("    {:>12.0f} tokens/s  ${:>9.2f} per million tokens  {}\n", row.tokens_per_s,
+                       row.price_usd_per_hour / row.tokens_per_s / 3600 * 1e6, describe(*row.eval->scenario));
+    }
+  }
+  if (!r.smallest_fitting.empty()) {
+    o += "\n  Smallest partition group that fits:\n";
+    for (const auto& l : r.smallest_fitting) o += "    " + l + "\n";
+  }
+  if (!r.explanation.empty()) o += "\n  Why the winner:\n  " + r.explanation;
+  if (!r.deepspeed.is_null()) {
+    o += "\n  DeepSpeed config fragment (ds_config.json):\n" + r.deepspeed.dump(2) + "\n";
+    o += "\n  PyTorch FSDP fragment:\n" + r.fsdp.dump(2) + "\n";
+  }
+  o += "\n  Sources: prices from models/catalog/instances.yaml (dated; override with plan.prices); step times from the "
+       "analytic engine, top ranks re-simulated with the SimGrid engine (column 'engine').\n";
+  return o;
+}
+
+std::string plan_csv(const PlanResult& r) {
+  std::string o = "rank,instance,nodes,gpus,strategy,partition_size,hierarchical,micro_batch,grad_accumulation_steps,"
+                  "activation_checkpointing,iteration_time_s,samples_per_s,tokens_per_s,tflops_per_gpu,mfu,peak_bytes_per_gpu,"
+                  "headroom_bytes,usd_per_hour,hours_for_target,usd_for_target,engine,pareto\n";
+  for (size_t i = 0; i < r.ranking.size(); ++i) {
+    const PlanRow& row = r.ranking[i];
+    const Scenario& sc = *row.eval->scenario;
+    const SimulationResult& res = row.eval->best();
+    ParallelLayout l = make_layout(sc.strategy, sc.cluster.nodes, sc.cluster.instance.gpus_per_node);
+    o += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{},{},{},{},{}\n", i + 1,
+                     sc.cluster.instance.name, sc.cluster.nodes, res.world_size, to_string(sc.strategy.kind), res.partition_size,
+                     l.hierarchical ? "true" : "false", sc.training.micro_batch, res.grad_accumulation_steps,
+                     sc.training.activation_checkpointing ? "true" : "false", res.iteration_time_s, res.samples_per_s,
+                     res.tokens_per_s, res.tflops_per_gpu, res.mfu, res.memory.peak_bytes, res.memory.headroom_bytes(),
+                     row.has_price ? fmt::format("{:.6g}", row.price_usd_per_hour) : "",
+                     row.hours_for_target > 0 ? fmt::format("{:.6g}", row.hours_for_target) : "",
+                     row.has_price && row.hours_for_target > 0 ? fmt::format("{:.6g}", row.usd_for_target) : "", res.engine,
+                     row.pareto ? "true" : "false");
+  }
+  return o;
+}
+
+nlohmann::json plan_json(const PlanResult& r) {
+  using nlohmann::json;
+  json j;
+  j["objective"] = objective_name(r.spec.objective);
+  j["target_tokens"] = r.spec.target_tokens;
+  j["candidates"] = r.candidates;
+  j["ranked"] = r.ranking.size();
+  j["pruned"] = r.pruned;
+  json rows = json::array();
+  for (size_t i = 0; i < r.ranking.size(); ++i) {
+    const PlanRow& row = r.ranking[i];
+    json x = to_json(row.eval->best());
+    x.erase("sources");
+    x.erase("warnings");
+    x["rank"] = i + 1;
+    x["activation_checkpointing"] = row.eval->scenario->training.activation_checkpointing;
+    x["micro_batch"] = row.eval->scenario->training.micro_batch;
+    x["hierarchical_allgather"] = make_layout(row.eval->scenario->strategy, row.eval->scenario->cluster.nodes,
+                                              row.eval->scenario->cluster.instance.gpus_per_node).hierarchical;
+    x["usd_per_hour"] = row.has_price ? json(row.price_usd_per_hour) : json(nullptr);
+    x["hours_for_target"] = row.hours_for_target > 0 ? json(row.hours_for_target) : json(nullptr);
+    x["usd_for_target"] = row.has_price && row.hours_for_target > 0 ? json(row.usd_for_target) : json(nullptr);
+    x["pareto"] = row.pareto;
+    x["overrides"] = row.eval->variant.overrides;
+    rows.push_back(x);
+  }
+  j["ranking"] = rows;
+  j["smallest_fitting"] = r.smallest_fitting;
+  j["explanation"] = r.explanation;
+  j["deepspeed"] = r.deepspeed;
+  j["fsdp"] = r.fsdp;
+  return j;
+}
+
+}  // namespace micsim

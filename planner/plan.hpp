@@ -1,0 +1,73 @@
+#pragma once
+// micsim plan: "I have this model and this budget: what do I rent, and how do I configure MiCS?"
+// Enumerate configurations (instance, nodes, strategy, partition size, hierarchical gather,
+// micro-batch, checkpointing) with the global batch held fixed -> prune what is invalid or does not
+// fit (counted, with reasons) -> rank with the analytic engine on every core -> re-simulate the top K
+// with the SimGrid engine -> final ranking, Pareto front (throughput vs cost), an explanation of the
+// winner and hand-off fragments for DeepSpeed and FSDP.
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "planner/evaluate.hpp"
+
+namespace micsim {
+
+enum class Objective { Throughput, Time, Cost };
+
+struct PlanSpec {
+  std::vector<std::string> instances;          // default: the scenario's
+  std::vector<int> nodes;                      // default: the scenario's
+  std::vector<std::string> strategies;         // default: zero3, mics, hsdp, ddp
+  std::vector<int> partition_sizes;            // default: every valid p
+  std::vector<bool> hierarchical = {true};     // for mics groups spanning nodes
+  std::vector<int> micro_batches;              // default: the scenario's
+  std::vector<bool> checkpointing;             // default: the scenario's
+  Objective objective = Objective::Throughput;
+  double target_tokens = 0;                    // time / cost objectives
+  int max_nodes = 0;                           // 0 = no limit
+  double max_usd_per_hour = 0;                 // 0 = no limit
+  std::map<std::string, double> prices;        // $/h per instance, overriding the catalog
+  int top = 10;                                // rows shown
+  int refine = 20;                             // top K re-simulated with SimGrid (0 = none)
+  int threads = 0;
+  bool progress = true;
+};
+
+// Reads the scenario's `plan:` block (validated like the rest of the scenario).
+PlanSpec read_plan_block(const std::string& scenario_path, const std::string& scenario_text);
+
+struct PlanRow {
+  size_t index = 0;                 // enumeration order (ties)
+  const Evaluation* eval = nullptr;
+  double price_usd_per_hour = 0;    // cluster, 0 if unknown
+  bool has_price = false;
+  double objective = 0;             // lower is better (throughput is negated)
+  double tokens_per_s = 0;
+  double hours_for_target = 0, usd_for_target = 0;
+  bool refined = false;
+  bool pareto = false;
+};
+
+struct PlanResult {
+  PlanSpec spec;
+  size_t candidates = 0, evaluated = 0;
+  std::map<std::string, size_t> pruned;        // reason -> count
+  std::vector<Evaluation> evaluations;
+  std::vector<PlanRow> ranking;                // fitting candidates, best first
+  std::vector<size_t> pareto;                  // indices into ranking
+  std::string explanation;                     // for the winner
+  std::vector<std::string> smallest_fitting;   // per instance / strategy: the smallest p that fits
+  nlohmann::json deepspeed, fsdp;              // for the winner
+  double analytic_wall_s = 0, simgrid_wall_s = 0;
+};
+
+PlanResult run_plan(const std::string& scenario_path, const std::vector<std::string>& base_overrides, const PlanSpec& spec);
+
+std::string format_plan(const PlanResult& r);
+std::string plan_csv(const PlanResult& r);
+nlohmann::json plan_json(const PlanResult& r);
+
+}  // namespace micsim

@@ -1,0 +1,131 @@
+// micsim plan SCENARIO [--set key=value]... [--top K] [--refine K] [--csv FILE] [--json FILE] ...
+// The search space comes from the scenario's `plan:` block; flags override it.
+#include <fmt/format.h>
+
+#include <iostream>
+#include <sstream>
+
+#include "models/io/atomic_file.hpp"
+#include "planner/handoff.hpp"
+#include "planner/plan.hpp"
+#include "sim/cli/commands.hpp"
+#include "sim/report/report.hpp"
+
+namespace micsim::cli {
+
+namespace {
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+std::vector<int> ints(const std::string& flag, const std::string& s) {
+  std::vector<int> out;
+  for (const auto& x : split_commas(s)) {
+    char* end = nullptr;
+    long v = std::strtol(x.c_str(), &end, 10);
+    if (*end != '\0' || v < 1 || v > (1 << 20)) throw InputError({flag + " " + s, 0, 0}, "", "expected comma-separated positive integers");
+    out.push_back(int(v));
+  }
+  if (out.empty()) throw InputError({flag, 0, 0}, "", "expected at least one value");
+  return out;
+}
+}  // namespace
+
+Runner add_plan(CLI::App& app) {
+  struct Opts {
+    std::string scenario, csv, json, objective, instances, nodes, strategies, micro_batches, deepspeed, ds_out, fsdp_out;
+    std::vector<std::string> sets;
+    int top = 0, refine = -1, max_nodes = 0, threads = 0;
+    double target_tokens = 0, max_usd = 0;
+    bool quiet = false;
+  };
+  auto o = std::make_shared<Opts>();
+  CLI::App* cmd = app.add_subcommand("plan", "Search instance type, node count, strategy, partition size and batch layout");
+  cmd->add_option("scenario", o->scenario, "Scenario YAML file (its plan: block sets the search space)")->required();
+  cmd->add_option("--set", o->sets, "Override a scenario key (repeatable)");
+  cmd->add_option("--top", o->top, "Rows to show (default: plan.top or 10)");
+  cmd->add_option("--refine", o->refine, "Top candidates re-simulated with SimGrid (default: plan.refine or 20; 0 = none)");
+  cmd->add_option("--objective", o->objective, "throughput | time | cost")->check(CLI::IsMember({"throughput", "time", "cost"}));
+  cmd->add_option("--target-tokens", o->target_tokens, "Tokens to train (time and cost objectives)");
+  cmd->add_option("--instances", o->instances, "Comma-separated instance types");
+  cmd->add_option("--nodes", o->nodes, "Comma-separated node counts");
+  cmd->add_option("--strategies", o->strategies, "Comma-separated: ddp, zero1, zero2, zero3, mics, hsdp");
+  cmd->add_option("--micro-batches", o->micro_batches, "Comma-separated micro-batch sizes");
+  cmd->add_option("--max-nodes", o->max_nodes, "Largest cluster allowed");
+  cmd->add_option("--max-usd-per-hour", o->max_usd, "Largest cluster price allowed ($/h)");
+  cmd->add_option("--threads", o->threads, "Worker threads (default: every core)");
+  cmd->add_option("--deepspeed", o->deepspeed, "An existing ds_config.json: simulate it as the baseline");
+  cmd->add_option("--deepspeed-out", o->ds_out, "Write the winner's DeepSpeed config fragment to FILE");
+  cmd->add_option("--fsdp-out", o->fsdp_out, "Write the winner's FSDP fragment to FILE");
+  cmd->add_option("--csv", o->csv, "Write the ranking as CSV to FILE");
+  cmd->add_option("--json", o->json, "Write the plan as JSON to FILE ('-' = stdout)");
+  cmd->add_flag("--quiet,-q", o->quiet, "Do not print the plan");
+  return [o]() -> int {
+    const std::string text = read_whole_file(o->scenario);
+    PlanSpec spec = read_plan_block(o->scenario, text);
+    if (o->top > 0) spec.top = o->top;
+    if (o->refine >= 0) spec.refine = o->refine;
+    if (!o->objective.empty())
+      spec.objective = o->objective == "throughput" ? Objective::Throughput : o->objective == "time" ? Objective::Time : Objective::Cost;
+    if (o->target_tokens > 0) spec.target_tokens = o->target_tokens;
+    if (spec.objective != Objective::Throughput && spec.target_tokens <= 0)
+      throw InputError({"--objective", 0, 0}, "target_tokens", "objective time or cost needs --target-tokens (or plan.target_tokens)");
+    if (!o->instances.empty()) {
+      spec.instances.clear();
+      for (const auto& i : split_commas(o->instances)) spec.instances.push_back(lookup_instance("--instances", i).name);
+    }
+    if (!o->nodes.empty()) spec.nodes = ints("--nodes", o->nodes);
+    if (!o->strategies.empty()) {
+      spec.strategies.clear();
+      for (const auto& s : split_commas(o->strategies)) {
+        if (!parse_strategy_kind(s)) throw InputError({"--strategies " + o->strategies, 0, 0}, "", "unknown strategy '" + s + "'");
+        spec.strategies.push_back(s);
+      }
+    }
+    if (!o->micro_batches.empty()) spec.micro_batches = ints("--micro-batches", o->micro_batches);
+    if (o->max_nodes > 0) spec.max_nodes = o->max_nodes;
+    if (o->max_usd > 0) spec.max_usd_per_hour = o->max_usd;
+    spec.threads = o->threads;
+    std::vector<std::string> base = o->sets;
+    std::optional<SimulationResult> baseline;
+    if (!o->deepspeed.empty()) {
+      Scenario sc0 = parse_scenario_text(text, o->scenario, base);
+      auto ds = read_deepspeed_config(o->deepspeed, sc0.world_size());
+      base.insert(base.end(), ds.overrides.begin(), ds.overrides.end());
+      Scenario scd = parse_scenario_text(text, o->scenario, base);
+      baseline = simulate_analytic(prepare_simulation(scd));
+    }
+    PlanResult r = run_plan(o->scenario, base, spec);
+    std::cerr << fmt::format("micsim plan: {} configurations with the analytic engine in {:.2f} s ({:.0f} per second); "
+                             "SimGrid refinement of the top {} in {:.2f} s\n",
+                             r.evaluated, r.analytic_wall_s, r.evaluated / std::max(1e-9, r.analytic_wall_s),
+                             std::min<size_t>(r.spec.refine, r.ranking.size()), r.simgrid_wall_s);
+    std::string text_out = format_plan(r);
+    if (baseline && !r.ranking.empty()) {
+      const auto& w = r.ranking.front().eval->best();
+      text_out += fmt::format("\n  Your DeepSpeed config ({}): {} per step, {:.2f} samples/s{}; the winner is {:.2f}x its throughput.\n",
+                              o->deepspeed, human_seconds(baseline->iteration_time_s), baseline->samples_per_s,
+                              baseline->memory.fits ? "" : " (DOES NOT FIT in GPU memory)", w.samples_per_s / baseline->samples_per_s);
+    }
+    if (!o->csv.empty()) write_output(o->csv, plan_csv(r));
+    if (!o->ds_out.empty() && !r.deepspeed.is_null()) write_output(o->ds_out, r.deepspeed.dump(2) + "\n");
+    if (!o->fsdp_out.empty() && !r.fsdp.is_null()) write_output(o->fsdp_out, r.fsdp.dump(2) + "\n");
+    if (!o->json.empty()) {
+      auto j = plan_json(r);
+      if (baseline) j["baseline"] = to_json(*baseline);
+      write_output(o->json, j.dump(2) + "\n");
+    }
+    if (!o->quiet && o->json != "-") std::cout << text_out;
+    if (r.ranking.empty()) {
+      std::cerr << "micsim plan: no configuration fits; see the pruned reasons above\n";
+      return 0;
+    }
+    return 0;
+  };
+}
+
+}  // namespace micsim::cli

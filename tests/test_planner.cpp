@@ -1,0 +1,152 @@
+// The planner and the sweep: what they choose and why, pruning, determinism, hand-off fragments.
+#include <doctest/doctest.h>
+
+#include "helpers.hpp"
+#include "models/io/atomic_file.hpp"
+#include "planner/handoff.hpp"
+#include "planner/plan.hpp"
+#include "planner/sweep.hpp"
+
+using namespace micsim;
+using micsim::test::run_cli;
+using micsim::test::run_cli_stdout;
+using micsim::test::temp_file;
+
+static const char* kBert = R"(cluster: {instance: p3dn.24xlarge, nodes: 16}
+model: {preset: bert-10b}
+training: {seq_len: 512, micro_batch: 8, global_batch: 8192, precision: fp16, activation_checkpointing: true}
+strategy: {kind: mics, partition_size: 8}
+)";
+
+TEST_CASE("planner: BERT-10B on 128 p3dn GPUs prefers MiCS over ZeRO-3 and says why") {
+  std::string path = temp_file("plan-bert.yaml", kBert);
+  PlanSpec spec;
+  spec.strategies = {"zero3", "mics"};
+  spec.refine = 2;
+  spec.progress = false;
+  PlanResult r = run_plan(path, {}, spec);
+  REQUIRE(!r.ranking.empty());
+  const Scenario& w = *r.ranking.front().eval->scenario;
+  CHECK(w.strategy.kind == StrategyKind::MiCS);
+  CHECK(r.ranking.front().refined);
+  CHECK(r.explanation.find("Best zero3") != std::string::npos);
+  CHECK(r.explanation.find("the winner's throughput") != std::string::npos);
+  CHECK(r.explanation.find("Largest collective") != std::string::npos);
+  // Every candidate is either ranked or counted under a pruning reason.
+  size_t pruned = 0;
+  for (const auto& [reason, n] : r.pruned) pruned += n;
+  CHECK(r.ranking.size() + pruned == r.candidates);
+  // The Pareto front is not dominated by any ranked row.
+  for (size_t i : r.pareto)
+    for (const auto& row : r.ranking)
+      CHECK_FALSE((row.tokens_per_s > r.ranking[i].tokens_per_s &&
+                   row.price_usd_per_hour / row.tokens_per_s < r.ranking[i].price_usd_per_hour / r.ranking[i].tokens_per_s));
+}
+
+TEST_CASE("planner: GPT-175B on p4d reports the smallest partition group that fits in 40 GB") {
+  std::string path = temp_file("plan-175b.yaml", R"(cluster: {instance: p4d.24xlarge, nodes: 64}
+model: {preset: gpt-175b}
+training: {seq_len: 2048, micro_batch: 1, global_batch: 1024, precision: fp16, activation_checkpointing: true}
+strategy: {kind: mics, partition_size: 128}
+plan: {strategies: [mics], objective: cost, target_tokens: 3.0e11, refine: 0}
+)");
+  PlanSpec spec = read_plan_block(path, read_whole_file(path));
+  spec.progress = false;
+  PlanResult r = run_plan(path, {}, spec);
+  REQUIRE(!r.smallest_fitting.empty());
+  CHECK(r.smallest_fitting.front().find("p = 128 fits") != std::string::npos);
+  CHECK(r.smallest_fitting.front().find("for the target") != std::string::npos);
+  CHECK(r.pruned["does not fit in GPU memory"] > 0);  // p = 8 .. 64 do not
+}
+
+TEST_CASE("plans are deterministic: the same bytes whatever the thread count") {
+  std::string path = temp_file("plan-det.yaml", kBert);
+  std::string base = "plan " + path + " --nodes 2,4,8 --micro-batches 4,8 --refine 3 -q --json - ";
+  auto a = run_cli_stdout(base + "--threads 1");
+  auto b = run_cli_stdout(base + "--threads 2");
+  auto c = run_cli_stdout(base + "--threads 2");
+  REQUIRE(a.status == 0);
+  CHECK(a.output == b.output);
+  CHECK(b.output == c.output);
+}
+
+TEST_CASE("hand-off: DeepSpeed and FSDP fragments, and a DeepSpeed config read back") {
+  Scenario sc = parse_scenario_text(kBert, "<t>", {"strategy.partition_size=16", "cluster.nodes=4", "training.global_batch=1024"});
+  auto ds = deepspeed_fragment(sc);
+  CHECK(ds["zero_optimization"]["stage"] == 3);
+  CHECK(ds["zero_optimization"]["mics_shard_size"] == 16);
+  CHECK(ds["zero_optimization"]["mics_hierarchical_params_gather"] == true);
+  CHECK(ds["train_micro_batch_size_per_gpu"] == 8);
+  CHECK(ds["gradient_accumulation_steps"] == 4);
+  auto fsdp = fsdp_fragment(sc);
+  CHECK(fsdp["sharding_strategy"] == "HYBRID_SHARD");
+  CHECK(fsdp["fsdp2_device_mesh"]["shape"] == nlohmann::json::array({2, 16}));
+  // Round trip: the fragment, read as a DeepSpeed config, describes the same training.
+  std::string f = temp_file("ds.json", ds.dump(2));
+  auto back = read_deepspeed_config(f, sc.world_size());
+  Scenario sc2 = parse_scenario_text(kBert, "<t>", [&] {
+    std::vector<std::string> o = {"cluster.nodes=4", "strategy.kind=zero3"};
+    o.insert(o.end(), back.overrides.begin(), back.overrides.end());
+    return o;
+  }());
+  CHECK(sc2.strategy.kind == StrategyKind::MiCS);
+  CHECK(sc2.strategy.partition_size == 16);
+  CHECK(sc2.strategy.hierarchical_allgather);
+  CHECK(sc2.training.global_batch == 1024);
+  CHECK(sc2.training.micro_batch == 8);
+  // Hugging Face "auto" keeps the scenario's value; bad types are errors with the line.
+  auto hf = read_deepspeed_config(temp_file("hf.json", R"({"train_micro_batch_size_per_gpu": "auto", "zero_optimization": {"stage": 2}})"), 32);
+  CHECK(hf.overrides == std::vector<std::string>{"strategy.kind=zero2"});
+  std::string bad = temp_file("bad-ds.json", "{\n  \"zero_optimization\": {\n    \"stage\": \"three\"\n  }\n}\n");
+  try {
+    read_deepspeed_config(bad, 32);
+    FAIL("expected an error");
+  } catch (const InputError& e) {
+    CHECK(e.where().line == 3);
+    CHECK(e.key() == "zero_optimization.stage");
+  }
+  std::string scen = temp_file("sc.yaml", kBert);
+  auto r = run_cli_stdout("simulate " + scen + " --set cluster.nodes=4 --set training.global_batch=1024 --deepspeed " + f + " --json - -q");
+  CHECK(r.status == 0);
+  CHECK(nlohmann::json::parse(r.output)["partition_size"] == 16);
+  CHECK(run_cli("simulate " + scen + " --deepspeed " + bad).status == 2);
+}
+
+TEST_CASE("sweep: weak and strong scaling, invalid rows kept with their reason, ratios between strategies") {
+  std::string path = temp_file("sweep.yaml", R"(cluster: {instance: p4d.24xlarge, nodes: 2}
+model: {preset: bert-10b}
+training: {seq_len: 512, micro_batch: 8, global_batch: 512, precision: fp16, activation_checkpointing: true}
+strategy: {kind: mics, partition_size: 8}
+)");
+  SweepSpec spec;
+  spec.vary = {parse_vary("cluster.nodes=2,4,8"), parse_vary("strategy.kind=zero3,mics")};
+  spec.mode = ScalingMode::Weak;
+  spec.progress = false;
+  SweepResult weak = run_sweep(path, {}, spec);
+  REQUIRE(weak.rows.size() == 6);
+  for (const auto& row : weak.rows) {
+    REQUIRE(row.status == "ok");
+    const auto& r = row.eval->best();
+    CHECK(r.grad_accumulation_steps == 4);  // as in the scenario
+    CHECK(r.global_batch == 8 * r.world_size * 4);
+  }
+  CHECK(*weak.rows[0].scaling_efficiency == doctest::Approx(1.0));
+  CHECK(*weak.rows[1].ratio > 1.0);  // mics over zero3 at 16 GPUs
+  CHECK(weak.rows[1].ratio_to == "zero3");
+  spec.mode = ScalingMode::Strong;
+  SweepResult strong = run_sweep(path, {}, spec);
+  for (const auto& row : strong.rows) CHECK(row.eval->best().global_batch == 512);
+  CHECK(strong.rows[4].eval->best().grad_accumulation_steps == 1);
+  // An invalid combination is a row with its reason, not an error.
+  SweepSpec bad;
+  bad.vary = {parse_vary("strategy.partition_size=3,8"), parse_vary("cluster.nodes=2")};
+  bad.progress = false;
+  SweepResult r = run_sweep(path, {}, bad);
+  CHECK(r.rows[0].status.find("strategy.partition_size") != std::string::npos);
+  CHECK(r.rows[1].status == "ok");
+  auto cli = run_cli_stdout("sweep " + path + " --vary training.micro_batch=8,32 --vary training.activation_checkpointing=true,false --csv - -q");
+  CHECK(cli.status == 0);
+  CHECK(cli.output.find("does not fit in GPU memory") != std::string::npos);  // micro-batch 32 without checkpointing
+  CHECK(cli.output.find(",ok\n") != std::string::npos);
+  CHECK(run_cli("sweep " + path + " --vary nodes").status == 2);
+}
