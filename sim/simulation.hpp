@@ -21,6 +21,8 @@ struct PreparedSimulation {
   ComputeCalibration compute_calibration;
   TaskGraph graph;
   OpCosts costs;
+  double memory_utilisation = 0;  // peak / (capacity - reserve)
+  double compute_slowdown = 1;    // from allocator pressure (ComputeCalibration)
 };
 
 struct PrepareOptions {
@@ -48,6 +50,7 @@ struct SimulationResult {
   double peak_tflops_per_gpu = 0;
   double compute_s = 0, exposed_comm_s = 0, idle_s = 0;
   MemoryEstimate memory;
+  double memory_utilisation = 0, compute_slowdown = 1;
   std::vector<CollectiveSummary> collectives;
   std::optional<double> price_usd_per_hour;      // cluster, from the catalog
   int64_t params = 0;

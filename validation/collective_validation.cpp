@@ -1,6 +1,5 @@
 #include "validation/collective_validation.hpp"
 
-#include <Eigen/Dense>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,6 +8,7 @@
 
 #include "models/hardware/catalog.hpp"
 #include "models/io/yaml_node.hpp"
+#include "validation/least_squares.hpp"
 
 namespace micsim {
 
@@ -151,77 +151,34 @@ NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>&
   if (base.nvls && any([&](const NcclTestRow& r) { return r.nodes == 1 && r.op == CollectiveOp::AllReduce && r.bytes >= 64 * MiB; }))
     params.push_back({"nvls_efficiency", [](NetworkParams& n) -> double& { return n.nvls_efficiency; }, 0.05, 2.0});
   const int P = int(params.size()), R = int(fit.rows.size());
-
   NetworkParams net = base;
-  // Residual = log(predicted / measured) time. Robust (Huber, delta = 0.1): rows that disagree with
-  // the rest by more than ~10 % (another software stack, a noisy run) pull linearly, not quadratically.
-  const double delta = 0.1;
-  auto residuals = [&](const NetworkParams& n) {
-    Eigen::VectorXd r(R);
-    for (int i = 0; i < R; ++i) {
-      double e = std::log(predict_time(n, fit.rows[i]) / *fit.rows[i].time_or_derived());
-      // sqrt of the Huber loss, with the sign kept, so that least squares on r minimises Huber.
-      double a = std::fabs(e);
-      r[i] = a <= delta ? e : std::copysign(std::sqrt(delta * (2 * a - delta)), e);
-    }
-    return r;
-  };
   for (const auto& row : fit.rows) fit.before.push_back(predict_time(base, row) / *row.time_or_derived() - 1.0);
   if (P > 0 && R >= P) {
-    // Levenberg-Marquardt over log-parameters, numerical Jacobian (central differences).
-    Eigen::VectorXd x(P);
-    for (int j = 0; j < P; ++j) {
-      double v = params[j].ref(net);
+    std::vector<FitParameter> fp;
+    for (auto& p : params) {
+      double v = p.ref(net);
       // Start values for terms that are off by default.
-      if (params[j].name.find("ramp_half") != std::string::npos && v <= 0) v = 1 << 20;
-      if (params[j].name.find("ramp_min") != std::string::npos && v >= 1.0) v = 0.5;
-      if (params[j].name == "call_overhead_us" && v <= 0) v = 2e-6;
-      if (v <= 0) v = params[j].lo;
-      x[j] = std::log(std::clamp(v, params[j].lo, params[j].hi));
+      if (p.name.find("ramp_half") != std::string::npos && v <= 0) v = 1 << 20;
+      if (p.name.find("ramp_min") != std::string::npos && v >= 1.0) v = 0.5;
+      if (p.name == "call_overhead_us" && v <= 0) v = 2e-6;
+      if (v <= 0) v = p.lo;
+      fp.push_back({p.name, v, p.lo, p.hi});
     }
-    auto apply = [&](const Eigen::VectorXd& v) {
+    auto apply = [&](const std::vector<double>& v) {
       NetworkParams n = base;
-      for (int j = 0; j < P; ++j) params[j].ref(n) = std::clamp(std::exp(v[j]), params[j].lo, params[j].hi);
+      for (int j = 0; j < P; ++j) params[j].ref(n) = v[j];
       return n;
     };
-    double lambda = 1e-2;
-    Eigen::VectorXd r = residuals(apply(x));
-    double cost = r.squaredNorm();
-    for (int it = 0; it < 100; ++it) {
-      fit.iterations = it + 1;
-      Eigen::MatrixXd J(R, P);
-      for (int j = 0; j < P; ++j) {
-        Eigen::VectorXd xp = x, xm = x;
-        xp[j] += 1e-4;
-        xm[j] -= 1e-4;
-        J.col(j) = (residuals(apply(xp)) - residuals(apply(xm))) / 2e-4;
-      }
-      Eigen::MatrixXd A = J.transpose() * J;
-      Eigen::VectorXd g = J.transpose() * r;
-      bool improved = false;
-      for (int tries = 0; tries < 12 && !improved; ++tries) {
-        Eigen::MatrixXd D = A;
-        D.diagonal() += lambda * (A.diagonal().array() + 1e-9).matrix();
-        Eigen::VectorXd step = D.ldlt().solve(-g);
-        Eigen::VectorXd xn = x + step;
-        for (int j = 0; j < P; ++j) xn[j] = std::clamp(xn[j], std::log(params[j].lo), std::log(params[j].hi));
-        Eigen::VectorXd rn = residuals(apply(xn));
-        double cn = rn.squaredNorm();
-        if (cn < cost) {
-          improved = true;
-          double rel = (cost - cn) / std::max(cost, 1e-30);
-          x = xn;
-          r = rn;
-          cost = cn;
-          lambda = std::max(lambda / 3, 1e-9);
-          if (rel < 1e-9) it = 1000;
-        } else {
-          lambda *= 4;
-        }
-      }
-      if (!improved) break;
-    }
-    net = apply(x);
+    // Residual = log(predicted / measured) time; Huber (delta 0.1) so that rows from another software
+    // stack or a noisy run pull linearly, not quadratically.
+    FitOutcome outcome = fit_least_squares(fp, [&](const std::vector<double>& v) {
+      NetworkParams n = apply(v);
+      std::vector<double> r(R);
+      for (int i = 0; i < R; ++i) r[i] = std::log(predict_time(n, fit.rows[i]) / *fit.rows[i].time_or_derived());
+      return r;
+    });
+    fit.iterations = outcome.iterations;
+    net = apply(outcome.values);
   }
   for (const auto& row : fit.rows) fit.after.push_back(predict_time(net, row) / *row.time_or_derived() - 1.0);
   Calibration& c = fit.calibration;

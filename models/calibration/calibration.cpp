@@ -10,7 +10,7 @@ bool Calibration::empty() const {
   return !intra_efficiency && !intra_latency_scale && !inter_efficiency && !inter_efficiency_at_scale && !inter_latency_s && !nvls_efficiency &&
          !intra_ramp_min && !intra_ramp_half_bytes && !inter_ramp_min && !inter_ramp_half_bytes && !call_overhead_s &&
          !gemm_efficiency && !gemm_dim_half && !gemm_overhead_s && !attention_efficiency && !hbm_efficiency &&
-         !kernel_overhead_s && !interference;
+         !kernel_overhead_s && !interference && !memory_pressure_onset && !memory_pressure_slowdown;
 }
 
 void Calibration::apply(NetworkParams& net) const {
@@ -38,8 +38,10 @@ void Calibration::apply(ComputeCalibration& c) const {
   if (hbm_efficiency) c.hbm_efficiency = *hbm_efficiency;
   if (kernel_overhead_s) c.kernel_overhead_s = *kernel_overhead_s;
   if (interference) c.interference = *interference;
+  if (memory_pressure_onset) c.memory_pressure_onset = *memory_pressure_onset;
+  if (memory_pressure_slowdown) c.memory_pressure_slowdown = *memory_pressure_slowdown;
   if (gemm_efficiency || gemm_dim_half || gemm_overhead_s || attention_efficiency || hbm_efficiency || kernel_overhead_s ||
-      interference)
+      interference || memory_pressure_onset || memory_pressure_slowdown)
     c.source = "calibration " + path;
 }
 
@@ -68,7 +70,8 @@ Calibration load_calibration(const std::string& path) {
   }
   if (auto cmp = root.get("compute")) {
     cmp->check_keys({"gemm_efficiency", "gemm_dim_half", "gemm_overhead_us", "attention_efficiency",
-                     "hbm_efficiency", "kernel_overhead_us", "interference"});
+                     "hbm_efficiency", "kernel_overhead_us", "interference", "memory_pressure_onset",
+                     "memory_pressure_slowdown"});
     if (auto v = cmp->get("gemm_efficiency")) c.gemm_efficiency = v->as_double_in(0.01, 1.0);
     if (auto v = cmp->get("gemm_dim_half")) c.gemm_dim_half = v->as_double_in(0.0, 1e5);
     if (auto v = cmp->get("gemm_overhead_us")) c.gemm_overhead_s = v->as_double_in(0.0, 1e5) * 1e-6;
@@ -76,6 +79,8 @@ Calibration load_calibration(const std::string& path) {
     if (auto v = cmp->get("hbm_efficiency")) c.hbm_efficiency = v->as_double_in(0.01, 1.0);
     if (auto v = cmp->get("kernel_overhead_us")) c.kernel_overhead_s = v->as_double_in(0.0, 1e5) * 1e-6;
     if (auto v = cmp->get("interference")) c.interference = v->as_double_in(0.0, 0.95);
+    if (auto v = cmp->get("memory_pressure_onset")) c.memory_pressure_onset = v->as_double_in(0.0, 10.0);
+    if (auto v = cmp->get("memory_pressure_slowdown")) c.memory_pressure_slowdown = v->as_double_in(0.0, 10.0);
   }
   return c;
 }
@@ -106,6 +111,8 @@ std::string Calibration::to_yaml() const {
   put(cmp, "hbm_efficiency", hbm_efficiency);
   put(cmp, "kernel_overhead_us", kernel_overhead_s, 1e6);
   put(cmp, "interference", interference);
+  put(cmp, "memory_pressure_onset", memory_pressure_onset);
+  put(cmp, "memory_pressure_slowdown", memory_pressure_slowdown);
   if (!net.empty()) out += "network:\n" + net;
   if (!cmp.empty()) out += "compute:\n" + cmp;
   return out;

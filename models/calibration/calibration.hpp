@@ -24,7 +24,7 @@ struct Calibration {
   std::optional<double> intra_efficiency, intra_latency_scale, inter_efficiency, inter_efficiency_at_scale, inter_latency_s,
       nvls_efficiency, intra_ramp_min, intra_ramp_half_bytes, inter_ramp_min, inter_ramp_half_bytes, call_overhead_s;
   std::optional<double> gemm_efficiency, gemm_dim_half, gemm_overhead_s, attention_efficiency, hbm_efficiency,
-      kernel_overhead_s, interference;
+      kernel_overhead_s, interference, memory_pressure_onset, memory_pressure_slowdown;
 
   bool empty() const;
   void apply(NetworkParams& net) const;

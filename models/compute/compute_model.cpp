@@ -16,6 +16,8 @@ const char* to_string(Optimizer o) {
 ComputeCalibration ComputeCalibration::defaults_for(const GpuSpec& gpu) {
   ComputeCalibration c;
   c.gemm_efficiency = gpu.gemm_efficiency;
+  c.gemm_dim_half = gpu.gemm_dim_half;
+  c.gemm_overhead_s = gpu.gemm_overhead_s;
   c.attention_efficiency = gpu.attention_efficiency;
   c.source = "catalog default for " + gpu.name + " (models/catalog/instances.yaml)";
   return c;

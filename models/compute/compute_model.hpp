@@ -3,6 +3,7 @@
 // attention kernels at their own efficiency, memory-bound ops at HBM speed, plus a fixed cost per
 // kernel. The constants are a documented default (from the GPU catalog); `micsim calibrate --gemm`
 // replaces them with a fit to measured GEMMs.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -26,6 +27,15 @@ struct ComputeCalibration {
   // HBM bandwidth: 16-32 of an A100's 108 SMs; Echo measured 1.38-1.48x kernel slowdowns under
   // overlap, arXiv 2412.12487). Applied by both engines; calibratable.
   double interference = 0.15;
+  // Allocator pressure: near capacity the caching allocator retries and defragments (PyTorch FSDP paper
+  // sec 3.4 and 5.4), slowing forward and backward. Compute takes 1 + slowdown x max(0, u - onset) times
+  // longer at memory utilisation u (peak / usable). Defaults read off MosaicML's FSDP runs, whose MFU
+  // error grew with utilisation (<0.5: 0 %, 0.7-0.85: +5 %, 0.85-1: +9 %; validation/data).
+  double memory_pressure_onset = 0.5;
+  double memory_pressure_slowdown = 0.25;
+  double memory_pressure_factor(double utilisation) const {
+    return 1.0 + memory_pressure_slowdown * std::max(0.0, utilisation - memory_pressure_onset);
+  }
   std::string source = "default";     // where these numbers come from (catalog default or calibration file)
 
   static ComputeCalibration defaults_for(const GpuSpec& gpu);

@@ -30,8 +30,8 @@ static GpuArch parse_arch(const YamlNode& n) {
 static constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 GpuSpec HardwareCatalog::parse_gpu(const YamlNode& n, const std::string& name) const {
-  n.check_keys({"arch", "memory_gib", "peak_tflops", "hbm_tbytes_per_s", "gemm_efficiency",
-                "attention_efficiency", "source"});
+  n.check_keys({"arch", "memory_gib", "peak_tflops", "hbm_tbytes_per_s", "gemm_efficiency", "gemm_dim_half",
+                "gemm_overhead_us", "attention_efficiency", "source"});
   GpuSpec g;
   g.name = name;
   g.arch = parse_arch(n.at("arch"));
@@ -44,6 +44,8 @@ GpuSpec HardwareCatalog::parse_gpu(const YamlNode& n, const std::string& name) c
   if (g.peak_flops.empty()) peaks.fail("expected at least one of fp16, bf16, fp32");
   g.hbm_bytes_per_s = n.at("hbm_tbytes_per_s").as_double_in(0.01, 1e3) * 1e12;
   if (auto v = n.get("gemm_efficiency")) g.gemm_efficiency = v->as_double_in(0.01, 1.0);
+  if (auto v = n.get("gemm_dim_half")) g.gemm_dim_half = v->as_double_in(0, 1e5);
+  if (auto v = n.get("gemm_overhead_us")) g.gemm_overhead_s = v->as_double_in(0, 1e4) * 1e-6;
   if (auto v = n.get("attention_efficiency")) g.attention_efficiency = v->as_double_in(0.01, 1.0);
   if (auto v = n.get("source")) g.source = v->as_string();
   return g;

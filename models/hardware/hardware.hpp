@@ -22,6 +22,8 @@ struct GpuSpec {
   std::map<Precision, double> peak_flops; // FLOP/s, dense; absent = unsupported
   double hbm_bytes_per_s = 0;
   double gemm_efficiency = 0.8;           // achievable / peak for large GEMMs (default compute model)
+  double gemm_dim_half = 32;              // GEMM efficiency x d/(d + half) for the smallest dimension d
+  double gemm_overhead_s = 8e-6;          // fixed cost per GEMM (wave quantisation, tail)
   double attention_efficiency = 0.4;      // attention kernels (FlashAttention or batched GEMMs)
   std::string source;
   bool supports(Precision p) const { return peak_flops.count(p) > 0; }

@@ -47,6 +47,14 @@ static PassWork block_forward(const ModelSpec& m, const WorkloadOptions& o) {
     w.elementwise_bytes += sq * (e * (m.dropout ? 6 : 4) + (m.dropout ? 1 : 0));
   }
   w.kernels = o.flash_attention ? 12 : 16;
+  if (!o.fused_kernels) {
+    // Eager PyTorch (minGPT-style): the tanh-GELU is ~8 elementwise kernels over the FFN activations
+    // (7 more passes than a fused one), q/k/v and the attention output are transposed copies, and
+    // unfused attention scales and masks the s x s scores in separate passes.
+    w.elementwise_bytes += e * double(T) * (7.0 * 2.0 * f + 4.0 * 2.0 * h);
+    if (!o.flash_attention) w.elementwise_bytes += e * 2.0 * 2.0 * double(o.micro_batch) * m.heads * double(s) * double(s);
+    w.kernels += 14;
+  }
   return w;
 }
 

@@ -41,6 +41,7 @@ struct WorkloadOptions {
   int64_t seq_len = 1;
   Precision precision = Precision::FP16;
   bool flash_attention = false;  // fused attention: no s x s matrices in HBM
+  bool fused_kernels = true;     // fused activation / bias / scale kernels; false = eager PyTorch (e.g. minGPT)
 };
 
 struct Workload {

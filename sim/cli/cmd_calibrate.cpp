@@ -10,19 +10,22 @@
 #include "sim/cli/commands.hpp"
 #include "sim/report/report.hpp"
 #include "validation/collective_validation.hpp"
+#include "validation/gemm.hpp"
 
 namespace micsim::cli {
 
 Runner add_calibrate(CLI::App& app) {
   struct Opts {
-    std::vector<std::string> nccl_tests;
-    std::string instance, out, op;
+    std::vector<std::string> nccl_tests, gemm;
+    std::string instance, out, op, base;
     int ranks = 0, nodes = 0;
     bool two_node_ar = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("calibrate", "Fit a calibration file to measurements");
-  cmd->add_option("--nccl-tests", o->nccl_tests, "nccl-tests output (text log or published CSV rows); repeatable")->required();
+  cmd->add_option("--nccl-tests", o->nccl_tests, "nccl-tests output (text log or published CSV rows); repeatable");
+  cmd->add_option("--gemm", o->gemm, "GEMM timings CSV (m,n,k,[batch],[dtype],time_us|tflops), e.g. the harness's gemm.csv; repeatable");
+  cmd->add_option("--base", o->base, "Start from this calibration file (its other terms are kept)");
   cmd->add_option("--instance", o->instance, "Catalog instance the measurements were taken on")->required();
   cmd->add_option("--out", o->out, "Calibration file to write (YAML)")->required();
   cmd->add_option("--op", o->op, "Collective of a log that does not name it (all_reduce, all_gather, ...)");
@@ -32,6 +35,45 @@ Runner add_calibrate(CLI::App& app) {
                 "Also fit 2-node all_reduce rows (NCCL runs tree there; excluded by default)");
   return [o]() -> int {
     const InstanceSpec& inst = lookup_instance("--instance", o->instance);
+    if (o->nccl_tests.empty() && o->gemm.empty())
+      throw InputError({"micsim calibrate", 0, 0}, "", "give --nccl-tests FILE... and/or --gemm FILE...");
+    Calibration c;
+    if (!o->base.empty()) c = load_calibration(o->base);
+    std::vector<std::string> sources;
+    if (!o->gemm.empty()) {
+      std::vector<GemmRow> rows;
+      for (const auto& f : o->gemm) {
+        auto r = load_gemm_csv(f);
+        rows.insert(rows.end(), r.begin(), r.end());
+      }
+      GemmFit gf = fit_gemm(inst.gpu, rows);
+      if (gf.rows.empty()) throw InputError({o->gemm.front(), 0, 0}, "dtype", "no rows in a precision " + inst.gpu.name + " supports");
+      std::cout << fmt::format("calibrating compute of {} on {} GEMMs ({} iterations)\n\n", inst.gpu.name, gf.rows.size(), gf.iterations);
+      std::cout << fmt::format("{:>9}{:>9}{:>9}{:>6}{:>6}{:>12}{:>10}{:>13}{:>13}  {}\n", "m", "n", "k", "batch", "dtype",
+                               "measured", "TFLOPS", "error before", "error after", "file:line");
+      for (size_t i = 0; i < gf.rows.size(); ++i) {
+        const auto& r = gf.rows[i];
+        std::cout << fmt::format("{:>9}{:>9}{:>9}{:>6}{:>6}{:>12}{:>10.1f}{:>12.1f}%{:>12.1f}%  {}:{}\n", r.shape.m, r.shape.n, r.shape.k,
+                                 r.shape.batch, to_string(r.dtype), human_seconds(r.time_s), r.shape.flops() / r.time_s / 1e12,
+                                 100 * gf.before[i], 100 * gf.after[i], r.file, r.line);
+      }
+      auto sb = summarize_errors(gf.before), sa = summarize_errors(gf.after);
+      std::cout << fmt::format("median |error| {:.1f}% -> {:.1f}%, p90 {:.1f}% -> {:.1f}%\n", 100 * sb.median_abs,
+                               100 * sa.median_abs, 100 * sb.p90_abs, 100 * sa.p90_abs);
+      std::cout << fmt::format("gemm_efficiency {:.3f}, gemm_dim_half {:.1f}, gemm_overhead_us {:.2f}\n\n", *gf.calibration.gemm_efficiency,
+                               *gf.calibration.gemm_dim_half, *gf.calibration.gemm_overhead_s * 1e6);
+      c.gemm_efficiency = gf.calibration.gemm_efficiency;
+      c.gemm_dim_half = gf.calibration.gemm_dim_half;
+      c.gemm_overhead_s = gf.calibration.gemm_overhead_s;
+      sources.push_back(fmt::format("{} GEMM timings from {}", gf.rows.size(), join_choices(o->gemm)));
+    }
+    if (o->nccl_tests.empty()) {
+      c.instance = inst.name;
+      c.source = join_choices(sources);
+      write_output(o->out, c.to_yaml());
+      std::cout << "wrote " << o->out << "\n";
+      return 0;
+    }
     std::vector<NcclTestRow> rows;
     NcclTestsOptions lopt{o->op, o->ranks, o->nodes};
     ClusterMap map = ClusterMap::builtin();
@@ -67,8 +109,16 @@ Runner add_calibrate(CLI::App& app) {
     auto sb = summarize_errors(fit.before), sa = summarize_errors(fit.after);
     std::cout << fmt::format("\nmedian |error| {:.1f}% -> {:.1f}%, p90 {:.1f}% -> {:.1f}%\n", 100 * sb.median_abs,
                              100 * sa.median_abs, 100 * sb.p90_abs, 100 * sa.p90_abs);
-    Calibration c = fit.calibration;
-    c.source = fmt::format("micsim calibrate on {} nccl-tests rows from {}", fit.rows.size(), join_choices(o->nccl_tests));
+    const Calibration& f = fit.calibration;
+    using Field = std::optional<double> Calibration::*;
+    for (Field field : std::initializer_list<Field>{&Calibration::intra_efficiency, &Calibration::intra_latency_scale, &Calibration::inter_efficiency,
+                        &Calibration::inter_efficiency_at_scale, &Calibration::inter_latency_s, &Calibration::nvls_efficiency,
+                        &Calibration::intra_ramp_min, &Calibration::intra_ramp_half_bytes, &Calibration::inter_ramp_min,
+                        &Calibration::inter_ramp_half_bytes, &Calibration::call_overhead_s})
+      if (f.*field) c.*field = f.*field;
+    c.instance = inst.name;
+    sources.push_back(fmt::format("{} nccl-tests rows from {}", fit.rows.size(), join_choices(o->nccl_tests)));
+    c.source = "micsim calibrate on " + join_choices(sources);
     write_output(o->out, c.to_yaml());
     std::cout << "wrote " << o->out << "\n";
     return 0;

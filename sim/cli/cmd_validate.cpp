@@ -5,11 +5,13 @@
 #include <nlohmann/json.hpp>
 
 #include <iostream>
+#include <cmath>
 #include <map>
 
 #include "sim/cli/commands.hpp"
 #include "sim/report/report.hpp"
 #include "validation/collective_validation.hpp"
+#include "validation/training_validation.hpp"
 
 namespace micsim::cli {
 
@@ -21,7 +23,7 @@ Runner add_validate(CLI::App& app) {
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("validate", "Compare predictions with published or measured results");
-  cmd->add_option("dataset", o->datasets, "nccl-tests CSV rows or logs")->required();
+  cmd->add_option("dataset", o->datasets, "nccl-tests CSV rows or logs, the MosaicML table, training-results.csv")->required();
   cmd->add_option("--instance", o->instance, "Instance for logs (CSV rows name their cluster)");
   cmd->add_option("--calibration", o->calibration, "Calibration file to apply");
   cmd->add_option("--op", o->op, "Collective of a log that does not name it");
@@ -31,8 +33,57 @@ Runner add_validate(CLI::App& app) {
     if (!o->instance.empty()) lookup_instance("--instance", o->instance);
     std::optional<Calibration> cal;
     if (!o->calibration.empty()) cal = load_calibration(o->calibration);
-    std::vector<CollectiveComparison> all;
+    // Training-result datasets (MosaicML, training-results.csv) are compared row by row on their metric.
+    std::vector<std::string> nccl_sets;
+    std::string training_text;
+    nlohmann::json training_json = nlohmann::json::array();
     for (const auto& d : o->datasets) {
+      if (!is_training_dataset(d)) {
+        nccl_sets.push_back(d);
+        continue;
+      }
+      auto rows = load_training_dataset(d);
+      auto cmp = compare_training(rows);
+      training_text += fmt::format("== {} ({} rows, {} compared)\n", d, rows.size(), cmp.size());
+      if (!o->quiet) {
+        training_text += fmt::format("  {:<46}{:>19}{:>11}{:>11}{:>9}  {}\n", "row", "metric", "published", "predicted", "error", "notes");
+        for (const auto& c : cmp) {
+          std::string notes;
+          if (c.row.published_params && *c.row.published_params != c.params)
+            notes += fmt::format("params {} vs published {}; ", c.params, *c.row.published_params);
+          if (!c.fits) notes += "micsim says it does not fit; ";
+          if (!c.row.assumptions.empty()) notes += "assumed: " + c.row.assumptions;
+          training_text += fmt::format("  {:<46}{:>19}{:>11.3f}{:>11.3f}{:>8.1f}%  {}\n", c.row.id.substr(0, 45), c.row.metric,
+                                       c.row.published, c.predicted, 100 * c.error(), notes);
+        }
+        for (const auto& r : rows)
+          if (!r.skip_reason.empty()) training_text += fmt::format("  {:<46} skipped: {}\n", r.id.substr(0, 45), r.skip_reason);
+      }
+      std::map<std::string, std::vector<double>> by_metric;
+      for (const auto& c : cmp) by_metric[c.row.metric].push_back(std::fabs(c.error()));
+      for (const auto& [metric, errs] : by_metric) {
+        double mape = 0;
+        for (double e : errs) mape += e;
+        mape /= double(errs.size());
+        auto s = summarize_errors(errs);
+        training_text += fmt::format("  {}: {} rows, MAPE {:.1f} %, median {:.1f} %, p90 {:.1f} %\n", metric, errs.size(), 100 * mape,
+                                     100 * s.median_abs, 100 * s.p90_abs);
+      }
+      if (!cmp.empty()) training_text += fmt::format("  convention: {}\n", cmp.front().row.convention);
+      training_text += "\n";
+      for (const auto& c : cmp)
+        training_json.push_back({{"dataset", c.row.dataset}, {"id", c.row.id}, {"source", c.row.source}, {"metric", c.row.metric},
+                                 {"published", c.row.published}, {"predicted", c.predicted}, {"error", c.error()},
+                                 {"convention", c.row.convention}, {"assumptions", c.row.assumptions}, {"params", c.params},
+                                 {"file", c.row.file}, {"line", c.row.line}});
+    }
+    if (nccl_sets.empty()) {
+      if (!o->json.empty()) write_output(o->json, nlohmann::json{{"training_rows", training_json}}.dump(2) + "\n");
+      if (o->json != "-") std::cout << training_text;
+      return 0;
+    }
+    std::vector<CollectiveComparison> all;
+    for (const auto& d : nccl_sets) {
       auto rows = load_nccl_tests(d, {o->op, 0, 0});
       auto cmp = compare_collectives(rows, ClusterMap::builtin(), o->instance, cal ? &*cal : nullptr);
       all.insert(all.end(), cmp.begin(), cmp.end());
@@ -86,11 +137,11 @@ Runner add_validate(CLI::App& app) {
                         {"published", c.published}, {"predicted", c.predicted}, {"error", c.error()},
                         {"algorithm", to_string(c.estimate.algorithm)}, {"protocol", to_string(c.estimate.protocol)},
                         {"file", c.row.file}, {"line", c.row.line}});
-      nlohmann::json j = {{"rows", rows}, {"sources", jsum},
+      nlohmann::json j = {{"rows", rows}, {"sources", jsum}, {"training_rows", training_json},
                           {"overall", {{"rows", sa.count}, {"median_abs_error", sa.median_abs}, {"p90_abs_error", sa.p90_abs}}}};
       write_output(o->json, j.dump(2) + "\n");
     }
-    if (o->json != "-") std::cout << text;
+    if (o->json != "-") std::cout << training_text << text;
     return 0;
   };
 }

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   runners["validate"] = micsim::cli::add_validate(app);
   runners["plan"] = micsim::cli::add_plan(app);
   runners["sweep"] = micsim::cli::add_sweep(app);
+  runners["shapes"] = micsim::cli::add_shapes(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

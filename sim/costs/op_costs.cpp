@@ -3,15 +3,15 @@
 namespace micsim {
 
 OpCosts cost_operations(const TaskGraph& g, const Workload& w, const ParallelLayout& l, const ComputeModel& compute,
-                        const CollectiveModel& collectives, bool flash, Optimizer optimizer) {
+                        const CollectiveModel& collectives, bool flash, Optimizer optimizer, double slowdown) {
   OpCosts c;
   c.interference = compute.calibration().interference;
   for (const auto& op : g.compute_ops) {
     double t = 0;
     switch (op.pass) {
       case TaskKind::Forward:
-      case TaskKind::Recompute: t = compute.pass_time(w.units[op.unit].forward, false, flash); break;
-      case TaskKind::Backward: t = compute.pass_time(w.units[op.unit].backward, true, flash); break;
+      case TaskKind::Recompute: t = slowdown * compute.pass_time(w.units[op.unit].forward, false, flash); break;
+      case TaskKind::Backward: t = slowdown * compute.pass_time(w.units[op.unit].backward, true, flash); break;
       case TaskKind::Optimizer: t = compute.optimizer_time(op.params, optimizer); break;
       case TaskKind::ParamGatherCopy: t = compute.copy_time(double(op.params)); break;
       default: break;

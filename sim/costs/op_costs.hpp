@@ -27,6 +27,7 @@ struct OpCosts {
 };
 
 OpCosts cost_operations(const TaskGraph& g, const Workload& w, const ParallelLayout& l, const ComputeModel& compute,
-                        const CollectiveModel& collectives, bool flash_attention, Optimizer optimizer);
+                        const CollectiveModel& collectives, bool flash_attention, Optimizer optimizer,
+                        double compute_slowdown = 1.0);
 
 }  // namespace micsim

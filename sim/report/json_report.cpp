@@ -45,7 +45,9 @@ nlohmann::json to_json(const SimulationResult& r) {
       {"capacity_bytes", r.memory.capacity_bytes},
       {"reserve_bytes", r.memory.reserve_bytes},
       {"headroom_bytes", r.memory.headroom_bytes()},
+      {"utilisation", r.memory_utilisation},
   };
+  j["compute_slowdown_from_memory_pressure"] = r.compute_slowdown;
   j["breakdown"] = {{"compute_s", r.compute_s}, {"exposed_comm_s", r.exposed_comm_s}, {"idle_s", r.idle_s}};
   json colls = json::array();
   for (const auto& c : r.collectives) {

@@ -50,6 +50,7 @@ struct TrainingSpec {
   bool activation_checkpointing = false;
   Optimizer optimizer = Optimizer::Adam;
   bool flash_attention = false;   // default: true on Ampere and newer, false on Volta
+  bool fused_kernels = true;      // false: eager PyTorch elementwise ops (more HBM traffic)
 };
 
 struct Scenario {

@@ -111,7 +111,7 @@ ModelSpec parse_model(const YamlNode& n) {
 
 TrainingSpec parse_training(const YamlNode& n, const GpuSpec& gpu) {
   n.check_keys({"seq_len", "micro_batch", "global_batch", "grad_accumulation_steps", "precision", "activation_checkpointing",
-                "optimizer", "flash_attention"});
+                "optimizer", "flash_attention", "fused_kernels"});
   TrainingSpec t;
   t.seq_len = n.at("seq_len").as_int_in(1, 1 << 22);
   t.micro_batch = n.at("micro_batch").as_int_in(1, 1 << 20);
@@ -134,6 +134,7 @@ TrainingSpec parse_training(const YamlNode& n, const GpuSpec& gpu) {
   }
   // FlashAttention needs Ampere or newer; it is what current stacks use there.
   t.flash_attention = gpu.arch >= GpuArch::Ampere;
+  if (auto f = n.get("fused_kernels")) t.fused_kernels = f->as_bool();
   if (auto f = n.get("flash_attention")) {
     t.flash_attention = f->as_bool();
     if (t.flash_attention && gpu.arch < GpuArch::Ampere)

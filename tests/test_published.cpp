@@ -1,0 +1,81 @@
+// Published results reproduced with the shipped default calibration: MosaicML FSDP MFU, the FSDP
+// paper's GPT-175B TFLOPS, the A100 GEMM sweep the compute defaults were fitted on.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "helpers.hpp"
+#include "models/hardware/catalog.hpp"
+#include "validation/collective_validation.hpp"
+#include "validation/gemm.hpp"
+#include "validation/training_validation.hpp"
+
+using namespace micsim;
+
+static std::string data(const char* f) { return std::string(MICSIM_SOURCE_DIR) + "/validation/data/" + f; }
+
+TEST_CASE("MosaicML FSDP rows: the same parameter counts as published, MFU within 10 % MAPE") {
+  auto rows = load_training_dataset(data("mosaicml-fsdp-a100.csv"));
+  REQUIRE(rows.size() == 139);
+  auto cmp = compare_training(rows);
+  REQUIRE(cmp.size() == 139);
+  double mape = 0;
+  for (const auto& c : cmp) {
+    REQUIRE(c.row.published_params.has_value());
+    CHECK_MESSAGE(c.params == *c.row.published_params, c.row.id);  // architecture reproduced exactly
+    mape += std::fabs(c.error());
+  }
+  mape /= double(cmp.size());
+  CHECK(mape < 0.10);
+}
+
+TEST_CASE("FSDP paper GPT-175B: TFLOPS per GPU within 10 %; MiCS claims and T5 are skipped with a reason") {
+  auto rows = load_training_dataset(data("training-results.csv"));
+  auto cmp = compare_training(rows);
+  int fsdp = 0;
+  for (const auto& c : cmp)
+    if (c.row.id.rfind("fsdp-gpt175b", 0) == 0) {
+      ++fsdp;
+      CHECK_MESSAGE(std::fabs(c.error()) < 0.10, c.row.id << " predicted " << c.predicted);
+      CHECK(c.row.metric == "hw_tflops_per_gpu");
+    }
+  CHECK(fsdp == 2);
+  int skipped = 0;
+  for (const auto& r : rows)
+    if (!r.skip_reason.empty()) ++skipped;
+  CHECK(skipped == 5);
+}
+
+TEST_CASE("GEMM calibration: the A100 defaults reproduce the published cublasLt sweep") {
+  const auto& gpu = HardwareCatalog::builtin().instance("azure-nd96amsr-a100-v4").gpu;
+  auto rows = load_gemm_csv(data("gemm/azure-nd-a100-v4-cublaslt-fp16.csv"));
+  REQUIRE(rows.size() == 8);
+  ComputeModel m(gpu, Precision::FP16, ComputeCalibration::defaults_for(gpu));
+  std::vector<double> err;
+  for (const auto& r : rows) err.push_back(m.gemm_time(r.shape) / r.time_s - 1);
+  auto s = summarize_errors(err);
+  CHECK(s.median_abs < 0.05);
+  CHECK(s.p90_abs < 0.10);
+  // Fitting from other starting values finds the same terms.
+  GemmFit fit = fit_gemm(gpu, rows);
+  CHECK(*fit.calibration.gemm_efficiency == doctest::Approx(0.812).epsilon(0.02));
+}
+
+TEST_CASE("micsim calibrate --gemm writes compute terms a scenario loads; bad GEMM CSVs are errors with a line") {
+  using micsim::test::run_cli;
+  using micsim::test::temp_file;
+  std::string out = "/tmp/micsim-test-" + std::to_string(::getpid()) + "-gemm.yaml";
+  auto r = run_cli("calibrate --gemm " + data("gemm/azure-nd-a100-v4-cublaslt-fp16.csv") + " --instance p4de.24xlarge --out " + out);
+  REQUIRE(r.status == 0);
+  Calibration c = load_calibration(out);
+  CHECK(c.gemm_efficiency.has_value());
+  CHECK_FALSE(c.inter_latency_s.has_value());
+  auto bad = temp_file("gemm.csv", "m,n,k,tflops\n1024,1024,1024,120\n1024,x,1024,100\n");
+  auto rb = run_cli("calibrate --gemm " + bad + " --instance p4d.24xlarge --out /tmp/x.yaml");
+  CHECK(rb.status == 2);
+  CHECK(rb.output.find(":3") != std::string::npos);
+  auto shapes = run_cli("shapes " + std::string(MICSIM_SOURCE_DIR) + "/scenarios/bert-10b-mics-p3dn-16-nodes.yaml", false);
+  CHECK(shapes.status == 0);
+  CHECK(shapes.output.rfind("name,m,n,k,batch,count\n", 0) == 0);
+  CHECK(shapes.output.find("block_fwd_qkv,4096,7680,2560,1,127") != std::string::npos);
+}
