@@ -66,10 +66,12 @@ Runner add_validate(CLI::App& app) {
         for (double e : errs) mape += e;
         mape /= double(errs.size());
         auto s = summarize_errors(errs);
-        training_text += fmt::format("  {}: {} rows, MAPE {:.1f} %, median {:.1f} %, p90 {:.1f} %\n", metric, errs.size(), 100 * mape,
-                                     100 * s.median_abs, 100 * s.p90_abs);
+        std::string convention;
+        for (const auto& c : cmp)
+          if (c.row.metric == metric) convention = c.row.convention;
+        training_text += fmt::format("  {}: {} rows, MAPE {:.1f} %, median {:.1f} %, p90 {:.1f} % ({})\n", metric, errs.size(), 100 * mape,
+                                     100 * s.median_abs, 100 * s.p90_abs, convention);
       }
-      if (!cmp.empty()) training_text += fmt::format("  convention: {}\n", cmp.front().row.convention);
       training_text += "\n";
       for (const auto& c : cmp)
         training_json.push_back({{"dataset", c.row.dataset}, {"id", c.row.id}, {"source", c.row.source}, {"metric", c.row.metric},
