@@ -4,12 +4,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <optional>
 #include <cmath>
 #include <set>
 
 #include "models/hardware/catalog.hpp"
 #include "models/io/atomic_file.hpp"
 #include "planner/handoff.hpp"
+#include "planner/progress.hpp"
 #include "sim/report/report.hpp"
 
 namespace micsim {
@@ -163,6 +166,81 @@ const CollectiveSummary* largest_collective(const SimulationResult& r) {
   return best;
 }
 
+// The plan's resume file: candidates evaluated so far (valid or not, with their analytic result) and
+// SimGrid refinements, keyed by a hash of the search (a different search never reuses it).
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+std::string plan_key(const std::string& text, const std::vector<std::string>& overrides, const std::vector<Variant>& variants) {
+  std::string all = text;
+  for (const auto& o : overrides) all += "\x1f" + o;
+  for (const auto& v : variants)
+    for (const auto& o : v.overrides) all += "\x1e" + o;
+  return fmt::format("{:016x}", fnv1a(all));
+}
+
+class Checkpoint {
+ public:
+  Checkpoint(std::string path, std::string key) : path_(std::move(path)), key_(std::move(key)) {}
+
+  void load(const std::string& text, const std::string& file, const std::vector<Variant>& variants, std::vector<Evaluation>& evals,
+            std::vector<bool>& done) const {
+    if (path_.empty() || !std::filesystem::exists(path_)) return;
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(read_whole_file(path_));
+    } catch (const nlohmann::json::exception&) {
+      throw InputError({path_, 0, 0}, "", "checkpoint file is not valid JSON (written by another program?)");
+    }
+    if (j.value("key", "") != key_) {
+      std::fprintf(stderr, "micsim plan: %s holds another search; starting afresh\n", path_.c_str());
+      return;
+    }
+    try {
+      for (const auto& e : j.at("evaluated")) {
+        size_t i = e.at("index");
+        if (i >= variants.size()) continue;
+        Evaluation& ev = evals[i];
+        ev.variant = variants[i];
+        ev.valid = e.at("valid");
+        ev.reason = e.at("reason");
+        ev.reason_key = e.at("reason_key");
+        if (ev.valid) {
+          ev.scenario = parse_scenario_text(text, file, variants[i].overrides);
+          ev.scenario->warnings.clear();
+          ev.analytic = result_from_json(e.at("analytic"));
+          if (e.contains("simgrid")) ev.simgrid = result_from_json(e.at("simgrid"));
+        }
+        done[i] = true;
+      }
+    } catch (const nlohmann::json::exception& err) {
+      throw InputError({path_, 0, 0}, "", std::string("checkpoint file is damaged: ") + err.what());
+    }
+  }
+
+  void save(const std::vector<Evaluation>& evals, const std::vector<bool>& done) const {
+    if (path_.empty()) return;
+    nlohmann::json j;
+    j["key"] = key_;
+    j["evaluated"] = nlohmann::json::array();
+    for (size_t i = 0; i < evals.size(); ++i) {
+      if (!done[i]) continue;
+      const Evaluation& e = evals[i];
+      nlohmann::json x = {{"index", i}, {"valid", e.valid}, {"reason", e.reason}, {"reason_key", e.reason_key}};
+      if (e.valid) x["analytic"] = to_json(e.analytic);
+      if (e.simgrid) x["simgrid"] = to_json(*e.simgrid);
+      j["evaluated"].push_back(std::move(x));
+    }
+    write_file_atomically(path_, j.dump() + "\n");
+  }
+
+ private:
+  std::string path_, key_;
+};
+
 }  // namespace
 
 PlanResult run_plan(const std::string& path, const std::vector<std::string>& base_overrides, const PlanSpec& spec_in) {
@@ -223,13 +301,43 @@ PlanResult run_plan(const std::string& path, const std::vector<std::string>& bas
   res.candidates = variants.size() + res.pruned["more nodes than plan.max_nodes"];
   if (res.pruned["more nodes than plan.max_nodes"] == 0) res.pruned.erase("more nodes than plan.max_nodes");
 
-  // 2. Evaluate every candidate with the analytic engine (all cores).
+  // 2. Evaluate every candidate with the analytic engine (all cores), in chunks; with a checkpoint,
+  //    what a previous (killed) run evaluated is loaded, and progress is saved after every chunk.
   auto t0 = std::chrono::steady_clock::now();
+  Checkpoint ck(spec.checkpoint, plan_key(text, base_overrides, variants));
+  res.evaluations.resize(variants.size());
+  std::vector<bool> done(variants.size(), false);
+  ck.load(text, path, variants, res.evaluations, done);
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < variants.size(); ++i)
+    if (!done[i]) todo.push_back(i);
   EvaluateOptions eo;
   eo.threads = spec.threads;
-  eo.progress_label = spec.progress ? "plan: analytic" : "";
   eo.simulate_non_fitting = false;
-  res.evaluations = evaluate_variants(text, path, variants, eo);
+  std::optional<Progress> progress;
+  if (spec.progress) progress.emplace("plan: analytic", todo.size());
+  const size_t chunk = spec.checkpoint.empty() ? todo.size() : 512;
+  size_t evaluated_now = 0;
+  for (size_t start = 0; start < todo.size(); start += chunk) {
+    size_t end = std::min(todo.size(), start + chunk);
+    if (spec.stop_after > 0) end = std::min(end, start + (spec.stop_after - evaluated_now));
+    std::vector<Variant> part;
+    for (size_t k = start; k < end; ++k) part.push_back(variants[todo[k]]);
+    auto evals = evaluate_variants(text, path, part, eo);
+    for (size_t k = start; k < end; ++k) {
+      res.evaluations[todo[k]] = std::move(evals[k - start]);
+      done[todo[k]] = true;
+    }
+    evaluated_now += end - start;
+    if (progress) progress->tick(end - start);
+    ck.save(res.evaluations, done);
+    if (spec.stop_after > 0 && evaluated_now >= spec.stop_after && end < todo.size()) {
+      if (progress) progress->done();
+      throw PlanStopped(fmt::format("stopped after {} new candidate(s) ({} of {} evaluated); run again with --checkpoint {} to resume",
+                                    evaluated_now, std::count(done.begin(), done.end(), true), variants.size(), spec.checkpoint));
+    }
+  }
+  if (progress) progress->done();
   res.analytic_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   res.evaluated = res.evaluations.size();
 
@@ -286,8 +394,10 @@ PlanResult run_plan(const std::string& path, const std::vector<std::string>& bas
   if (k > 0) {
     auto t1 = std::chrono::steady_clock::now();
     std::vector<Evaluation*> top;
-    for (size_t i = 0; i < k; ++i) top.push_back(&res.evaluations[res.ranking[i].index]);
+    for (size_t i = 0; i < k; ++i)
+      if (!res.evaluations[res.ranking[i].index].simgrid) top.push_back(&res.evaluations[res.ranking[i].index]);
     refine_with_simgrid(top, spec.threads > 0 ? spec.threads : default_threads(), spec.progress ? "plan: simgrid" : "");
+    ck.save(res.evaluations, done);
     for (size_t i = 0; i < k; ++i) {
       res.ranking[i].refined = true;
       score(res.ranking[i]);

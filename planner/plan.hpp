@@ -8,6 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,13 @@ struct PlanSpec {
   int refine = 20;                             // top K re-simulated with SimGrid (0 = none)
   int threads = 0;
   bool progress = true;
+  std::string checkpoint;          // resume file: evaluated candidates are saved as the search runs
+  size_t stop_after = 0;           // evaluate at most this many new candidates, then stop (resumable)
+};
+
+// Thrown when a plan stops before its end (stop_after); the checkpoint holds what was done.
+struct PlanStopped : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 // Reads the scenario's `plan:` block (validated like the rest of the scenario).

@@ -37,7 +37,8 @@ std::vector<int> ints(const std::string& flag, const std::string& s) {
 
 Runner add_plan(CLI::App& app) {
   struct Opts {
-    std::string scenario, csv, json, objective, instances, nodes, strategies, micro_batches, deepspeed, ds_out, fsdp_out;
+    std::string scenario, csv, json, objective, instances, nodes, strategies, micro_batches, deepspeed, ds_out, fsdp_out, checkpoint;
+    size_t stop_after = 0;
     std::vector<std::string> sets;
     int top = 0, refine = -1, max_nodes = 0, threads = 0;
     double target_tokens = 0, max_usd = 0;
@@ -63,6 +64,9 @@ Runner add_plan(CLI::App& app) {
   cmd->add_option("--fsdp-out", o->fsdp_out, "Write the winner's FSDP fragment to FILE");
   cmd->add_option("--csv", o->csv, "Write the ranking as CSV to FILE");
   cmd->add_option("--json", o->json, "Write the plan as JSON to FILE ('-' = stdout)");
+  cmd->add_option("--checkpoint", o->checkpoint, "Save progress to FILE; a killed plan run again with it resumes where it stopped");
+  cmd->add_option("--stop-after", o->stop_after, "Evaluate at most N new candidates, then stop (resumable with --checkpoint)")
+      ->group("");
   cmd->add_flag("--quiet,-q", o->quiet, "Do not print the plan");
   return [o]() -> int {
     const std::string text = read_whole_file(o->scenario);
@@ -90,6 +94,10 @@ Runner add_plan(CLI::App& app) {
     if (o->max_nodes > 0) spec.max_nodes = o->max_nodes;
     if (o->max_usd > 0) spec.max_usd_per_hour = o->max_usd;
     spec.threads = o->threads;
+    spec.checkpoint = o->checkpoint;
+    spec.stop_after = o->stop_after;
+    if (o->stop_after > 0 && o->checkpoint.empty())
+      throw InputError({"--stop-after", 0, 0}, "", "--stop-after needs --checkpoint FILE (to resume from)");
     std::vector<std::string> base = o->sets;
     std::optional<SimulationResult> baseline;
     if (!o->deepspeed.empty()) {
@@ -99,7 +107,13 @@ Runner add_plan(CLI::App& app) {
       Scenario scd = parse_scenario_text(text, o->scenario, base);
       baseline = simulate_analytic(prepare_simulation(scd));
     }
-    PlanResult r = run_plan(o->scenario, base, spec);
+    PlanResult r;
+    try {
+      r = run_plan(o->scenario, base, spec);
+    } catch (const PlanStopped& s) {
+      std::cerr << "micsim plan: " << s.what() << "\n";
+      return 3;
+    }
     std::cerr << fmt::format("micsim plan: {} configurations with the analytic engine in {:.2f} s ({:.0f} per second); "
                              "SimGrid refinement of the top {} in {:.2f} s\n",
                              r.evaluated, r.analytic_wall_s, r.evaluated / std::max(1e-9, r.analytic_wall_s),

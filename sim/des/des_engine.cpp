@@ -203,6 +203,10 @@ DesOutcome run_simgrid(const PreparedSimulation& p, const DesOptions& opt) {
   sg4::Engine::set_config("network/model:CM02");
   sg4::Engine::set_config("network/crosstraffic:0");
   sg4::Engine::set_config("network/TCP-gamma:0");
+#ifdef MICSIM_SANITIZED
+  // AddressSanitizer cannot follow SimGrid's raw stack switches: run actors as threads instead.
+  sg4::Engine::set_config("contexts/factory:thread");
+#endif
   const Scenario& sc = p.scenario;
   ClusterTopology topo = build_topology(sc.cluster.instance, sc.cluster.nodes, fabric_layout(sc), sc.what_if.degraded);
   const double speed = 1e9;  // compute hosts run one "flop" per ns: an Exec of d seconds has d·1e9 flops

@@ -80,3 +80,80 @@ nlohmann::json to_json(const SimulationResult& r) {
 }
 
 }  // namespace micsim
+
+namespace micsim {
+
+// The inverse of to_json for what reports and the planner read (used to resume a plan).
+SimulationResult result_from_json(const nlohmann::json& j) {
+  SimulationResult r;
+  r.scenario = j.at("scenario");
+  r.engine = j.at("engine");
+  r.model_name = j.at("model");
+  r.params = j.at("params");
+  r.instance_name = j.at("instance");
+  r.nodes = j.at("nodes");
+  r.strategy = j.at("strategy");
+  r.world_size = j.at("world_size");
+  r.partition_size = j.at("partition_size");
+  r.replication_size = j.at("replication_size");
+  r.grad_accumulation_steps = j.at("grad_accumulation_steps");
+  r.global_batch = j.at("global_batch");
+  r.seq_len = j.at("seq_len");
+  r.iteration_time_s = j.at("iteration_time_s");
+  r.samples_per_s = j.at("samples_per_s");
+  r.tokens_per_s = j.at("tokens_per_s");
+  r.tflops_per_gpu = j.at("tflops_per_gpu");
+  r.hw_tflops_per_gpu = j.at("hw_tflops_per_gpu");
+  r.peak_tflops_per_gpu = j.at("peak_tflops_per_gpu");
+  r.mfu = j.at("mfu");
+  r.hfu = j.at("hfu");
+  r.model_flops_per_step = j.at("model_flops_per_step");
+  r.hw_flops_per_step = j.at("hw_flops_per_step");
+  const auto& m = j.at("memory");
+  r.memory.peak_bytes = m.at("peak_bytes_per_gpu");
+  r.memory.model_states_bytes = m.at("model_states_bytes");
+  r.memory.activations_bytes = m.at("activations_bytes");
+  r.memory.buffers_bytes = m.at("buffers_bytes");
+  r.memory.params_bytes = m.at("params_bytes");
+  r.memory.grads_bytes = m.at("grads_bytes");
+  r.memory.optimizer_bytes = m.at("optimizer_bytes");
+  r.memory.gathered_params_bytes = m.at("gathered_params_bytes");
+  r.memory.grad_buffer_bytes = m.at("grad_buffer_bytes");
+  r.memory.optimizer_temp_bytes = m.at("optimizer_temp_bytes");
+  r.memory.capacity_bytes = m.at("capacity_bytes");
+  r.memory.reserve_bytes = m.at("reserve_bytes");
+  r.memory.fits = j.at("fits_in_memory");
+  r.memory_utilisation = m.at("utilisation");
+  r.compute_slowdown = j.at("compute_slowdown_from_memory_pressure");
+  const auto& b = j.at("breakdown");
+  r.compute_s = b.at("compute_s");
+  r.exposed_comm_s = b.at("exposed_comm_s");
+  r.idle_s = b.at("idle_s");
+  for (const auto& c : j.at("collectives")) {
+    CollectiveSummary s;
+    s.task = c.at("task");
+    s.group = c.at("group");
+    s.calls = c.at("calls_per_step");
+    s.total_s = c.at("total_s");
+    auto& e = s.estimate;
+    e.op = *parse_collective_op(c.at("op").get<std::string>());
+    e.layout = GroupLayout::make(c.at("ranks"), c.at("nodes"));
+    e.bytes = c.at("bytes");
+    const std::string algo = c.at("algorithm");
+    e.algorithm = algo == "ring" ? NcclAlgorithm::Ring : algo == "tree" ? NcclAlgorithm::Tree : algo == "nvls" ? NcclAlgorithm::NVLS
+                                                                                                                 : NcclAlgorithm::NVLSTree;
+    const std::string proto = c.at("protocol");
+    e.protocol = proto == "LL" ? Protocol::LL : proto == "LL128" ? Protocol::LL128 : Protocol::Simple;
+    e.time_s = c.at("time_s");
+    e.intra_bytes_per_gpu = c.at("intra_bytes_per_gpu");
+    e.inter_bytes_per_node = c.at("inter_bytes_per_node");
+    e.bottleneck = c.at("bottleneck") == "inter-node" ? Tier::Inter : Tier::Intra;
+    r.collectives.push_back(s);
+  }
+  if (!j.at("cost").is_null()) r.price_usd_per_hour = j.at("cost").at("usd_per_hour").get<double>();
+  for (const auto& s : j.at("sources")) r.sources.push_back(s);
+  for (const auto& w : j.at("warnings")) r.warnings.push_back(w);
+  return r;
+}
+
+}  // namespace micsim

@@ -9,6 +9,7 @@
 namespace micsim {
 
 nlohmann::json to_json(const SimulationResult& r);
+SimulationResult result_from_json(const nlohmann::json& j);  // inverse of to_json (throws on a malformed object)
 std::string format_summary(const SimulationResult& r);
 
 // "12.3 GiB", "1.23 s", "456 us": short human forms used across reports.
