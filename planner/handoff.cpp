@@ -87,7 +87,10 @@ int line_of(const std::string& text, const std::string& key) {
 }  // namespace
 
 DeepSpeedOverrides read_deepspeed_config(const std::string& path, int world_size) {
-  const std::string text = read_whole_file(path);
+  return parse_deepspeed_config(read_whole_file(path), path, world_size);
+}
+
+DeepSpeedOverrides parse_deepspeed_config(const std::string& text, const std::string& path, int world_size) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);

@@ -22,5 +22,6 @@ struct DeepSpeedOverrides {
 // Reads a DeepSpeed config. "auto" values (Hugging Face integration) keep the scenario's value.
 // Errors (malformed JSON, wrong types) are InputError with file, line and key.
 DeepSpeedOverrides read_deepspeed_config(const std::string& path, int world_size);
+DeepSpeedOverrides parse_deepspeed_config(const std::string& text, const std::string& shown_name, int world_size);
 
 }  // namespace micsim

@@ -57,16 +57,6 @@ std::vector<bool> read_bool_list(const YamlNode& n) {
   return out;
 }
 
-std::vector<std::string> read_string_list(const YamlNode& n) {
-  std::vector<std::string> out;
-  if (n.is_sequence()) {
-    for (const auto& i : n.items()) out.push_back(i.as_string());
-    if (out.empty()) n.fail("expected a non-empty list");
-  } else {
-    out.push_back(n.as_string());
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -150,6 +140,10 @@ std::string reason_category(const std::string& key, const std::string& detail) {
   return key.empty() ? d : key + ": " + d;
 }
 
+// Nothing fits: name the candidate that came closest and say what it would take (more GPUs to shard
+// over, or a smaller working set), so the user knows which knob to turn.
+std::string explain_nothing_fits(const std::vector<Evaluation>& evals);
+
 std::string describe(const Scenario& sc) {
   ParallelLayout l = make_layout(sc.strategy, sc.cluster.nodes, sc.cluster.instance.gpus_per_node);
   std::string s = fmt::format("{} x {} {}", sc.cluster.nodes, sc.cluster.instance.name, to_string(sc.strategy.kind));
@@ -157,6 +151,33 @@ std::string describe(const Scenario& sc) {
   if (l.hierarchical) s += " hierarchical";
   s += fmt::format(", micro-batch {}{}", sc.training.micro_batch, sc.training.activation_checkpointing ? ", checkpointing" : "");
   return s;
+}
+
+std::string explain_nothing_fits(const std::vector<Evaluation>& evals) {
+  const Evaluation* closest = nullptr;
+  double closest_over = 0;
+  size_t invalid = 0;
+  for (const auto& e : evals) {
+    if (!e.valid) {
+      ++invalid;
+      continue;
+    }
+    const double over = -e.analytic.memory.headroom_bytes();
+    if (!closest || over < closest_over) closest = &e, closest_over = over;
+  }
+  if (!closest)
+    return fmt::format("No configuration fits: all {} candidates are invalid (see the pruned reasons above).\n", invalid);
+  const SimulationResult& r = closest->analytic;
+  const Scenario& sc = *closest->scenario;
+  std::string x = fmt::format("No configuration fits in GPU memory. Closest: {}, {} per GPU over the {} usable.\n  Why: {}.\n",
+                              describe(sc), human_bytes(closest_over), human_bytes(r.memory.capacity_bytes - r.memory.reserve_bytes),
+                              memory_shortfall_text(r.memory, r.world_size));
+  if (r.memory.gpus_to_fit > r.world_size) {
+    const int per_node = sc.cluster.instance.gpus_per_node;
+    x += fmt::format("  With {} ({} GPUs per node) that is at least {} nodes; search them with --nodes or plan.nodes.\n",
+                     sc.cluster.instance.name, per_node, (r.memory.gpus_to_fit + per_node - 1) / per_node);
+  }
+  return x;
 }
 
 const CollectiveSummary* largest_collective(const SimulationResult& r) {
@@ -445,7 +466,8 @@ PlanResult run_plan(const std::string& path, const std::vector<std::string>& bas
                                                  r.tokens_per_s, cost));
     }
 
-  // 7. Explain the winner; hand-off fragments.
+  // 7. Explain the winner; hand-off fragments. With no winner, explain the nearest miss.
+  if (res.ranking.empty()) res.explanation = explain_nothing_fits(res.evaluations);
   if (!res.ranking.empty()) {
     const PlanRow& w = res.ranking.front();
     const SimulationResult& r = w.eval->best();
@@ -556,7 +578,7 @@ std::string format_plan(const PlanResult& r) {
     o += "\n  Smallest partition group that fits:\n";
     for (const auto& l : r.smallest_fitting) o += "    " + l + "\n";
   }
-  if (!r.explanation.empty()) o += "\n  Why the winner:\n  " + r.explanation;
+  if (!r.explanation.empty()) o += (r.ranking.empty() ? "\n  " : "\n  Why the winner:\n  ") + r.explanation;
   if (!r.deepspeed.is_null()) {
     o += "\n  DeepSpeed config fragment (ds_config.json):\n" + r.deepspeed.dump(2) + "\n";
     o += "\n  PyTorch FSDP fragment:\n" + r.fsdp.dump(2) + "\n";

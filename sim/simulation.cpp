@@ -39,7 +39,8 @@ PreparedSimulation prepare_simulation(const Scenario& sc, const PrepareOptions& 
   CollectiveModel collectives(p.network);
   const double usable = p.memory.capacity_bytes - p.memory.reserve_bytes;
   p.memory_utilisation = usable > 0 ? p.memory.peak_bytes / usable : 1.0;
-  p.compute_slowdown = p.compute_calibration.memory_pressure_factor(p.memory_utilisation);
+  // Past 100 % the step does not run at all; the slowdown is only meaningful up to full memory.
+  p.compute_slowdown = p.compute_calibration.memory_pressure_factor(std::min(p.memory_utilisation, 1.0));
   p.costs = cost_operations(p.graph, p.workload, p.layout, compute, collectives, sc.training.flash_attention,
                             sc.training.optimizer, p.compute_slowdown);
   return p;

@@ -109,6 +109,37 @@ TEST_CASE("bad input: exit status 2 with file, line, key and expectation") {
   CHECK(missing.output.find("/nonexistent/scenario.yaml: cannot open file") != std::string::npos);
   CHECK(run_cli("simulate").status == 2);
   CHECK(run_cli("frobnicate").status == 2);
+  // Not a regular file: refused at once instead of reading /dev/zero forever or blocking on a pipe.
+  auto device = run_cli("simulate /dev/zero");
+  CHECK(device.status == 2);
+  CHECK(device.output.find("expected a regular file") != std::string::npos);
+  CHECK(run_cli("simulate /tmp").status == 2);
+}
+
+TEST_CASE("impossible configurations are explained, with the number that would fit") {
+  // GPT-175B on one p3dn node: even ZeRO-3 over all 8 GPUs is far short.
+  std::string path = temp_file("too-big.yaml", R"(cluster: {instance: p3dn.24xlarge, nodes: 1}
+model: {preset: gpt-175b}
+training: {seq_len: 2048, micro_batch: 1, global_batch: 8, activation_checkpointing: true}
+strategy: {kind: zero3}
+)");
+  auto sim = run_cli("simulate " + path);
+  CHECK(sim.status == 0);
+  CHECK(sim.output.find("DOES NOT FIT") != std::string::npos);
+  CHECK(sim.output.find("even fully sharded over all 8 GPUs") != std::string::npos);
+  auto plan = run_cli("plan " + path + " --refine 0");
+  CHECK(plan.status == 0);
+  CHECK(plan.output.find("No configuration fits in GPU memory. Closest:") != std::string::npos);
+  CHECK(plan.output.find("that is at least") != std::string::npos);
+  // Activations alone too large: no amount of sharding helps, and the message says which knobs do.
+  std::string act = temp_file("act.yaml", R"(cluster: {instance: p3dn.24xlarge, nodes: 2}
+model: {preset: bert-10b}
+training: {seq_len: 512, micro_batch: 64, global_batch: 1024, activation_checkpointing: false}
+strategy: {kind: zero3}
+)");
+  auto a = run_cli("simulate " + act);
+  CHECK(a.output.find("alone exceeds") != std::string::npos);
+  CHECK(a.output.find("activation_checkpointing") != std::string::npos);
 }
 
 TEST_CASE("keys that do not apply to the strategy are ignored with a warning") {

@@ -23,6 +23,18 @@ TEST_CASE("fits_in_memory: BERT-10B under DDP does not fit a 32 GB V100; ZeRO-3 
   CHECK_FALSE(nockpt.memory.fits);
 }
 
+TEST_CASE("gpus_to_fit: ZeRO-3 on that many GPUs fits, on a node fewer it does not") {
+  auto small = run(scenario("p4d.24xlarge", 2, "gpt-175b", "zero3", 1, 64, {}, 2048));
+  CHECK_FALSE(small.memory.fits);
+  const int64_t need = small.memory.gpus_to_fit;
+  REQUIRE(need > 16);
+  const int nodes = int((need + 7) / 8);
+  auto enough = run(scenario("p4d.24xlarge", nodes, "gpt-175b", "zero3", 1, 8 * nodes, {}, 2048));
+  CHECK(enough.memory.fits);
+  CHECK(enough.memory.gpus_to_fit == need);  // a property of the model and the step, not of the cluster
+  if (nodes > 1) CHECK_FALSE(run(scenario("p4d.24xlarge", nodes - 1, "gpt-175b", "zero3", 1, 8 * (nodes - 1), {}, 2048)).memory.fits);
+}
+
 TEST_CASE("MiCS with p = N equals ZeRO-3") {
   for (int nodes : {2, 4, 8}) {
     const int n = nodes * 8;

@@ -6,14 +6,17 @@
 #include <map>
 
 #include "models/compute/compute_model.hpp"
+#include "models/io/atomic_file.hpp"
 #include "models/io/csv.hpp"
 #include "models/io/input_error.hpp"
 #include "validation/least_squares.hpp"
 
 namespace micsim {
 
-std::vector<GemmRow> load_gemm_csv(const std::string& path) {
-  CsvTable t = load_csv(path);
+std::vector<GemmRow> load_gemm_csv(const std::string& path) { return parse_gemm_csv(read_whole_file(path), path); }
+
+std::vector<GemmRow> parse_gemm_csv(const std::string& text, const std::string& path) {
+  CsvTable t = parse_csv(text, path);
   for (const char* need : {"m", "n", "k"})
     if (t.column(need) < 0) throw InputError({path, 1, 0}, need, "missing column (expected m, n, k and time_us or tflops)");
   if (t.column("time_us") < 0 && t.column("tflops") < 0) throw InputError({path, 1, 0}, "time_us", "expected a time_us or tflops column");

@@ -20,6 +20,7 @@ struct GemmRow {
 
 // CSV with columns m, n, k and time_us or tflops; optional: batch, dtype (fp16|bf16|fp32), name, source.
 std::vector<GemmRow> load_gemm_csv(const std::string& path);
+std::vector<GemmRow> parse_gemm_csv(const std::string& text, const std::string& shown_name);
 
 struct GemmFit {
   Calibration calibration;               // gemm_efficiency, gemm_dim_half, gemm_overhead_us

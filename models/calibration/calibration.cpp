@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "models/io/atomic_file.hpp"
 #include "models/io/yaml_node.hpp"
 
 namespace micsim {
@@ -45,8 +46,10 @@ void Calibration::apply(ComputeCalibration& c) const {
     c.source = "calibration " + path;
 }
 
-Calibration load_calibration(const std::string& path) {
-  YamlNode root = YamlNode::load_file(path);
+Calibration load_calibration(const std::string& path) { return parse_calibration(read_whole_file(path), path); }
+
+Calibration parse_calibration(const std::string& text, const std::string& path) {
+  YamlNode root = YamlNode::load_string(text, path);
   root.check_keys({"instance", "source", "network", "compute", "residuals"});
   Calibration c;
   c.path = path;

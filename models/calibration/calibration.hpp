@@ -33,5 +33,7 @@ struct Calibration {
 };
 
 Calibration load_calibration(const std::string& path);
+// The same from text already read (`shown_name` is used in messages).
+Calibration parse_calibration(const std::string& text, const std::string& shown_name);
 
 }  // namespace micsim

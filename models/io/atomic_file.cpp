@@ -1,6 +1,7 @@
 #include "models/io/atomic_file.hpp"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -35,8 +36,16 @@ void write_file_atomically(const std::string& path, const std::string& content) 
 }
 
 std::string read_whole_file(const std::string& path) {
+  // Only regular files: a path like /dev/zero or a FIFO given by mistake would otherwise hang or
+  // fill memory. Inputs here are configs and logs; 1 GiB is far above any real one.
+  constexpr uintmax_t kMaxInputBytes = uintmax_t(1) << 30;
+  std::error_code ec;
+  auto st = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(st)) throw InputError({path, 0, 0}, "", "cannot open file (no such file)");
+  if (!std::filesystem::is_regular_file(st)) throw InputError({path, 0, 0}, "", "expected a regular file (not a directory, device or pipe)");
+  if (std::filesystem::file_size(path, ec) > kMaxInputBytes) throw InputError({path, 0, 0}, "", "file is larger than 1 GiB; expected a config or a log");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError({path, 0, 0}, "", "cannot open file");
+  if (!in) throw InputError({path, 0, 0}, "", "cannot open file (permission denied?)");
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();

@@ -1,5 +1,7 @@
 #include "models/io/yaml_node.hpp"
 
+#include "models/io/atomic_file.hpp"
+
 #include <cmath>
 #include <fmt/format.h>
 
@@ -27,15 +29,7 @@ YamlNode YamlNode::load_string(const std::string& text, const std::string& shown
 }
 
 YamlNode YamlNode::load_file(const std::string& path) {
-  auto src = std::make_shared<YamlSource>();
-  src->file = path;
-  try {
-    return YamlNode(YAML::LoadFile(path), "", src);
-  } catch (const YAML::BadFile&) {
-    throw InputError({path, 0, 0}, "", "cannot open file");
-  } catch (const YAML::Exception& e) {
-    throw InputError(mark_location(path, e.mark), "", "invalid YAML: " + e.msg);
-  }
+  return load_string(read_whole_file(path), path);  // regular files only, with clear errors
 }
 
 SourceLocation YamlNode::location() const {

@@ -80,6 +80,17 @@ MemoryEstimate estimate_memory(const Workload& w, const ShardingSpec& s, const A
   // allocator fragmentation (5 % of capacity).
   m.reserve_bytes = 1024.0 * 1024.0 * 1024.0 + 0.05 * capacity;
   m.fits = m.peak_bytes <= capacity - m.reserve_bytes;
+
+  // Fully sharded over G GPUs the peak is states/G + max(working set, fp32 gradients/G); solve for G.
+  const double usable = capacity - m.reserve_bytes;
+  double live = s.gathers_parameters ? m.gathered_params_bytes / pe : std::max(largest_unit, std::min(largest_unit + block_params, s.max_live_parameters));
+  m.working_set_bytes = m.activations_bytes + pe * live + pe * std::max(std::min(s.grad_bucket_elements, psi), largest_unit);
+  const double states_total = (2.0 * pe + optimizer_bytes_per_param(opt, prec)) * psi;
+  const double temp_total = prec == Precision::FP32 ? 0.0 : 4.0 * psi;
+  if (m.working_set_bytes < usable) {
+    double g = std::max({1.0, std::ceil(states_total / (usable - m.working_set_bytes)), std::ceil((states_total + temp_total) / usable)});
+    m.gpus_to_fit = g < 9e15 ? static_cast<int64_t>(g) : 0;
+  }
   return m;
 }
 

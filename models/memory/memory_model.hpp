@@ -32,6 +32,12 @@ struct MemoryEstimate {
   double capacity_bytes = 0;       // GPU memory
   double reserve_bytes = 0;        // CUDA context, cuBLAS/NCCL workspaces, allocator fragmentation
   bool fits = false;
+  // Why it fits or not: the per-GPU working set that sharding cannot shrink (activations of one
+  // micro-batch, gathered parameters, gradient buckets), and the fewest GPUs the model states must
+  // be fully sharded over for the step to fit with this micro-batch and checkpointing (0: none is
+  // enough, the working set alone exceeds memory).
+  double working_set_bytes = 0;
+  int64_t gpus_to_fit = 0;
   double headroom_bytes() const { return capacity_bytes - reserve_bytes - peak_bytes; }
 };
 

@@ -135,7 +135,8 @@ Runner add_plan(CLI::App& app) {
     }
     if (!o->quiet && o->json != "-") std::cout << text_out;
     if (r.ranking.empty()) {
-      std::cerr << "micsim plan: no configuration fits; see the pruned reasons above\n";
+      // The text report already carries the explanation; say it on stderr when that is not shown.
+      if (o->quiet || o->json == "-") std::cerr << "micsim plan: " << r.explanation;
       return 0;
     }
     return 0;

@@ -45,6 +45,8 @@ nlohmann::json to_json(const SimulationResult& r) {
       {"capacity_bytes", r.memory.capacity_bytes},
       {"reserve_bytes", r.memory.reserve_bytes},
       {"headroom_bytes", r.memory.headroom_bytes()},
+      {"working_set_bytes", r.memory.working_set_bytes},
+      {"gpus_to_fit", r.memory.gpus_to_fit},
       {"utilisation", r.memory_utilisation},
   };
   j["compute_slowdown_from_memory_pressure"] = r.compute_slowdown;
@@ -122,6 +124,8 @@ SimulationResult result_from_json(const nlohmann::json& j) {
   r.memory.optimizer_temp_bytes = m.at("optimizer_temp_bytes");
   r.memory.capacity_bytes = m.at("capacity_bytes");
   r.memory.reserve_bytes = m.at("reserve_bytes");
+  r.memory.working_set_bytes = m.at("working_set_bytes");
+  r.memory.gpus_to_fit = m.at("gpus_to_fit");
   r.memory.fits = j.at("fits_in_memory");
   r.memory_utilisation = m.at("utilisation");
   r.compute_slowdown = j.at("compute_slowdown_from_memory_pressure");

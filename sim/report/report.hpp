@@ -11,6 +11,9 @@ namespace micsim {
 nlohmann::json to_json(const SimulationResult& r);
 SimulationResult result_from_json(const nlohmann::json& j);  // inverse of to_json (throws on a malformed object)
 std::string format_summary(const SimulationResult& r);
+// One sentence on why a step does not fit in GPU memory and what would: how many GPUs the model states
+// must be sharded over, or that the per-GPU working set alone is too large (and which knobs shrink it).
+std::string memory_shortfall_text(const MemoryEstimate& m, int world_size);
 
 // "12.3 GiB", "1.23 s", "456 us": short human forms used across reports.
 std::string human_bytes(double bytes);

@@ -20,6 +20,23 @@ std::string human_seconds(double s) {
   return fmt::format("{:.1f} us", s * 1e6);
 }
 
+std::string memory_shortfall_text(const MemoryEstimate& m, int world_size) {
+  const double usable = m.capacity_bytes - m.reserve_bytes;
+  if (m.gpus_to_fit == 0)
+    return fmt::format("the working set that sharding cannot shrink (activations {} + gathered parameters and gradient "
+                       "buckets {}) alone exceeds the {} usable per GPU: lower micro_batch, enable "
+                       "activation_checkpointing, or pick a GPU with more memory",
+                       human_bytes(m.activations_bytes), human_bytes(m.working_set_bytes - m.activations_bytes), human_bytes(usable));
+  if (m.gpus_to_fit > world_size)
+    return fmt::format("even fully sharded over all {} GPUs (ZeRO-3, or MiCS with p = N) the model states do not fit; "
+                       "they must be sharded over at least {} GPUs of this type with this micro-batch (or lower "
+                       "micro_batch / enable activation_checkpointing to need fewer)",
+                       world_size, m.gpus_to_fit);
+  return fmt::format("model states are sharded over too few GPUs: at least {} are needed (this cluster has {}); "
+                     "shard over more (raise strategy.partition_size, or use zero3 / mics instead of ddp, zero1, zero2)",
+                     m.gpus_to_fit, world_size);
+}
+
 std::string format_summary(const SimulationResult& r) {
   std::string o;
   auto line = [&o](const std::string& label, const std::string& value) { o += fmt::format("  {:<16}{}\n", label, value); };
@@ -46,6 +63,7 @@ std::string format_summary(const SimulationResult& r) {
   line("", fmt::format("activations {}, buffers {} (gathered params {}, grad buckets {}, optimizer fp32 grads {})",
                        human_bytes(m.activations_bytes), human_bytes(m.buffers_bytes), human_bytes(m.gathered_params_bytes),
                        human_bytes(m.grad_buffer_bytes), human_bytes(m.optimizer_temp_bytes)));
+  if (!m.fits) line("why", memory_shortfall_text(m, r.world_size));
   double T = r.iteration_time_s > 0 ? r.iteration_time_s : 1;
   line("breakdown", fmt::format("compute {} ({:.0f} %), exposed communication {} ({:.0f} %), idle {} ({:.0f} %)",
                                 human_seconds(r.compute_s), 100 * r.compute_s / T, human_seconds(r.exposed_comm_s),

@@ -1,0 +1,7 @@
+// libFuzzer entry point for fuzz::calibration (see fuzz_targets.hpp for what it checks).
+#include "fuzz/fuzz_targets.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  micsim::fuzz::calibration(std::string(reinterpret_cast<const char*>(data), size));
+  return 0;
+}
