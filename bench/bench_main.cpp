@@ -1,5 +1,7 @@
 // micsim benchmarks: prints figures, asserts nothing. Run through scripts/bench.
 //   micsim_bench analytic    time per scenario of the analytic engine (load, prepare, run)
+//   micsim_bench simgrid     the SimGrid engine on 128 to 1,024 GPUs
+//   micsim_bench large       scenarios/large: 16,384 GPUs on both engines, time and peak memory
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,6 +10,8 @@
 #include <functional>
 #include <string>
 #include <vector>
+
+#include <sys/resource.h>
 
 #include "sim/des/simulate_simgrid.hpp"
 #include "sim/simulation.hpp"
@@ -95,6 +99,29 @@ int bench_simgrid() {
   return 0;
 }
 
+// The 16,384-GPU scenario (issue 7): time and peak memory on both engines.
+int bench_large() {
+  const std::string path = std::string(MICSIM_SOURCE_DIR) + "/scenarios/large/gpt-175b-mics-16384-gpus.yaml";
+  Scenario sc = load_scenario(path);
+  fmt::print("large run: {} ({} GPUs)\n", sc.name, sc.world_size());
+  auto a = Clock::now();
+  PreparedSimulation p = prepare_simulation(sc);
+  const double t_prepare = std::chrono::duration<double>(Clock::now() - a).count();
+  double t_analytic = time_median(5, [&] { volatile double x = simulate_analytic(p).iteration_time_s; (void)x; });
+  SimulationResult ra = simulate_analytic(p);
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  fmt::print("  analytic: prepare {:.3f} s, run {:.3f} s (median of 5), step {:.3f} s, {:.0f} tokens/s; process peak {:.1f} MiB\n",
+             t_prepare, t_analytic, ra.iteration_time_s, ra.tokens_per_s, ru.ru_maxrss / 1024.0);
+  des::DesOutcome out;
+  SimulationResult rs = simulate_simgrid(p, false, &out);
+  fmt::print("  simgrid:  {} stream tasks per node x {} nodes, {} flows; wall {:.1f} s, child peak {:.1f} MiB; step {:.3f} s "
+             "({:+.2f} % vs analytic)\n",
+             p.graph.size(), sc.cluster.nodes, out.flows, out.wall_s, out.peak_rss_kib / 1024.0, rs.iteration_time_s,
+             100 * (rs.iteration_time_s / ra.iteration_time_s - 1));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -102,8 +129,9 @@ int main(int argc, char** argv) {
   int rc = 0;
   if (what == "analytic" || what == "all") rc |= bench_analytic();
   if (what == "simgrid" || what == "all") rc |= bench_simgrid();
-  if (what != "analytic" && what != "simgrid" && what != "all") {
-    fmt::print(stderr, "usage: micsim_bench [analytic|simgrid|all]\n");
+  if (what == "large") rc |= bench_large();
+  if (what != "analytic" && what != "simgrid" && what != "all" && what != "large") {
+    fmt::print(stderr, "usage: micsim_bench [analytic|simgrid|all|large]\n");
     return 2;
   }
   return rc;

@@ -28,7 +28,7 @@ struct HfReader {
     throw InputError(where(key), key, what);
   }
   bool has(const std::string& key) const { return j.contains(key) && !j.at(key).is_null(); }
-  int64_t integer(const std::string& key, int64_t lo = 1, int64_t hi = int64_t(1) << 40) const {
+  int64_t integer(const std::string& key, int64_t lo = 1, int64_t hi = kMaxModelWidth) const {
     if (!has(key)) fail(key, "required key is missing from the config");
     const auto& v = j.at(key);
     if (!v.is_number_integer()) fail(key, fmt::format("expected an integer, got {}", v.dump()));
@@ -36,8 +36,8 @@ struct HfReader {
     if (x < lo || x > hi) fail(key, fmt::format("expected an integer in [{}, {}], got {}", lo, hi, x));
     return x;
   }
-  int64_t integer_or(const std::string& key, int64_t dflt, int64_t lo = 0) const {
-    return has(key) ? integer(key, lo) : dflt;
+  int64_t integer_or(const std::string& key, int64_t dflt, int64_t lo = 0, int64_t hi = kMaxModelWidth) const {
+    return has(key) ? integer(key, lo, hi) : dflt;
   }
   bool boolean_or(const std::string& key, bool dflt) const {
     if (!has(key)) return dflt;
@@ -45,11 +45,13 @@ struct HfReader {
     if (!v.is_boolean()) fail(key, fmt::format("expected true or false, got {}", v.dump()));
     return v.get<bool>();
   }
-  double number_or(const std::string& key, double dflt) const {
+  double number_or(const std::string& key, double dflt, double lo, double hi) const {
     if (!has(key)) return dflt;
     const auto& v = j.at(key);
     if (!v.is_number()) fail(key, fmt::format("expected a number, got {}", v.dump()));
-    return v.get<double>();
+    double x = v.get<double>();
+    if (!(x >= lo && x <= hi)) fail(key, fmt::format("expected a number in [{}, {}], got {}", lo, hi, v.dump()));
+    return x;
   }
 };
 
@@ -90,7 +92,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
     m.tied_embeddings = r.boolean_or("tie_word_embeddings", false);
     m.biases = false;
     m.rms_norm = true;
-    m.dropout = r.number_or("attention_dropout", 0.0) > 0;
+    m.dropout = r.number_or("attention_dropout", 0.0, 0.0, 1.0) > 0;
   } else if (type == "gpt2") {
     m.arch = Arch::Gpt;
     m.hidden = r.integer("n_embd");
@@ -117,7 +119,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
     m.layers = static_cast<int>(r.integer("n_layers", 1, 100000));
     m.heads = static_cast<int>(r.integer("n_heads", 1, 1 << 16));
     m.kv_heads = m.heads;
-    m.ffn = static_cast<int64_t>(r.number_or("expansion_ratio", 4) * double(m.hidden));
+    m.ffn = static_cast<int64_t>(r.number_or("expansion_ratio", 4, 0.01, 64.0) * double(m.hidden));
     m.vocab = r.integer("vocab_size");
     m.max_position = 0;
     m.tied_embeddings = true;
@@ -131,7 +133,7 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
     m.ffn = r.integer_or("intermediate_size", 4 * m.hidden, 1);
     m.vocab = r.integer("vocab_size");
     m.max_position = r.integer_or("max_position_embeddings", 512);
-    m.type_vocab = static_cast<int>(r.integer_or("type_vocab_size", 2));
+    m.type_vocab = static_cast<int>(r.integer_or("type_vocab_size", 2, 0, 1 << 16));
     m.tied_embeddings = true;
     bool pretraining = type == "bert";
     if (j.contains("architectures") && j.at("architectures").is_array()) {
@@ -147,6 +149,8 @@ ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
     r.fail("num_attention_heads", fmt::format("expected the head count to divide the hidden size ({} % {} != 0)", m.hidden, m.heads));
   if (m.heads % m.kv_heads != 0)
     r.fail("num_key_value_heads", fmt::format("expected it to divide num_attention_heads ({})", m.heads));
+  if (m.ffn < 1) r.fail("expansion_ratio", "expected an FFN of at least one unit (expansion_ratio x d_model >= 1)");
+  if (auto why = model_too_large(m)) r.fail(m.arch == Arch::Gpt && j.contains("n_embd") ? "n_embd" : j.contains("d_model") ? "d_model" : "hidden_size", *why);
   return m;
 }
 

@@ -59,6 +59,15 @@ void validate_model(const ModelSpec& m, const YamlNode& where) {
     bad("kv_heads", fmt::format("expected kv_heads to divide heads ({}), got {}", m.heads, m.kv_heads));
   if (m.ffn <= 0) bad("ffn", "expected a positive FFN size");
   if (m.vocab <= 0) bad("vocab", "expected a positive vocabulary size");
+  if (auto why = model_too_large(m)) bad("hidden", *why);
+}
+
+std::optional<std::string> model_too_large(const ModelSpec& m) {
+  // Counted in double so that the check itself cannot overflow.
+  const double h = double(m.hidden), per_layer = 4.0 * h * h + 3.0 * double(m.ffn) * h;
+  const double total = double(m.layers) * per_layer + 2.0 * double(m.vocab) * h + double(m.max_position) * h;
+  if (total <= 1e15) return std::nullopt;
+  return fmt::format("the model would have about {:.3g} parameters; micsim accepts up to 1e15 (check hidden, ffn, layers, vocab)", total);
 }
 
 static EncoderHead parse_encoder_head(const YamlNode& n) {

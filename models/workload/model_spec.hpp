@@ -4,6 +4,7 @@
 // tied LM head), BERT (encoder with pooler/NSP and MLM heads) and Llama (RMSNorm, SwiGLU, GQA,
 // rotary positions, untied LM head, no biases).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,12 @@ ParamCounts count_params(const ModelSpec& m);
 // Validation shared by presets, inline specs and HF configs: positive sizes, heads divide hidden,
 // kv_heads divide heads. Raises InputError at `where`.
 void validate_model(const ModelSpec& m, const YamlNode& where);
+
+// Largest width (hidden, FFN, vocabulary, positions) accepted from any input; with the layer limit it
+// keeps every count well inside 64-bit integers.
+constexpr int64_t kMaxModelWidth = int64_t(1) << 24;
+// Why the model is beyond what micsim simulates (over 1e15 parameters), or nothing.
+std::optional<std::string> model_too_large(const ModelSpec& m);
 
 // Built-in presets (models/catalog/models.yaml).
 std::vector<std::string> model_preset_names();
