@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "models/io/atomic_file.hpp"
+#include "models/io/json_input.hpp"
 
 namespace micsim {
 
@@ -91,14 +94,7 @@ DeepSpeedOverrides read_deepspeed_config(const std::string& path, int world_size
 }
 
 DeepSpeedOverrides parse_deepspeed_config(const std::string& text, const std::string& path, int world_size) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    int line = 1;
-    for (size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) line += text[i] == '\n';
-    throw InputError({path, line, 0}, "", "malformed JSON in DeepSpeed config");
-  }
+  nlohmann::json j = parse_json_input(text, path, "DeepSpeed config");
   if (!j.is_object()) throw InputError({path, 1, 0}, "", "expected a JSON object (a DeepSpeed config)");
   DeepSpeedOverrides out;
   auto fail = [&](const std::string& key, const std::string& what) {
@@ -109,7 +105,11 @@ DeepSpeedOverrides parse_deepspeed_config(const std::string& text, const std::st
     if (!obj.contains(key) || obj[key].is_null() || is_auto(obj[key])) return std::nullopt;
     const auto& v = obj[key];
     if (v.is_number_integer() && v.get<int64_t>() >= 0) return v.get<int64_t>();
-    if (v.is_number_float() && v.get<double>() >= 0 && v.get<double>() == double(int64_t(v.get<double>()))) return int64_t(v.get<double>());
+    // Floats such as 5e8 are integers too; beyond 2^53 they are not exact, and beyond 2^63 not representable.
+    if (v.is_number_float()) {
+      const double d = v.get<double>();
+      if (d >= 0 && d <= 9.0e15 && d == std::floor(d)) return int64_t(d);
+    }
     fail(shown, fmt::format("expected a non-negative integer, got {}", v.dump()));
     return std::nullopt;
   };

@@ -11,6 +11,7 @@
 
 #include "models/hardware/catalog.hpp"
 #include "models/io/atomic_file.hpp"
+#include "models/io/json_input.hpp"
 #include "planner/handoff.hpp"
 #include "planner/progress.hpp"
 #include "sim/report/report.hpp"
@@ -210,13 +211,10 @@ class Checkpoint {
   void load(const std::string& text, const std::string& file, const std::vector<Variant>& variants, std::vector<Evaluation>& evals,
             std::vector<bool>& done) const {
     if (path_.empty() || !std::filesystem::exists(path_)) return;
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(read_whole_file(path_));
-    } catch (const nlohmann::json::exception&) {
-      throw InputError({path_, 0, 0}, "", "checkpoint file is not valid JSON (written by another program?)");
-    }
-    if (j.value("key", "") != key_) {
+    nlohmann::json j = parse_json_input(read_whole_file(path_), path_, "plan checkpoint");
+    if (!j.is_object() || !j.contains("key") || !j.at("key").is_string())
+      throw InputError({path_, 0, 0}, "", "not a micsim plan checkpoint (no \"key\"; written by another program?)");
+    if (j.at("key").get<std::string>() != key_) {
       std::fprintf(stderr, "micsim plan: %s holds another search; starting afresh\n", path_.c_str());
       return;
     }

@@ -34,12 +34,20 @@ std::vector<GemmRow> parse_gemm_csv(const std::string& text, const std::string& 
       if (*end != '\0' || !(v > 0) || !std::isfinite(v)) throw InputError({path, row.line, 0}, c, fmt::format("expected a number > 0, got '{}'", s));
       return v;
     };
+    // GEMM dimensions: whole numbers; 2^24 is far beyond any kernel a training step runs.
+    auto dimension = [&](const char* c, bool required) -> int64_t {
+      auto v = number(c, required);
+      if (!v) return 1;
+      if (*v > double(int64_t(1) << 24) || *v != std::floor(*v))
+        throw InputError({path, row.line, 0}, c, fmt::format("expected a whole number in [1, 16777216], got '{}'", cell(c)));
+      return int64_t(*v);
+    };
     GemmRow g;
     g.file = path;
     g.line = row.line;
     g.name = cell("name");
     g.source = cell("source");
-    g.shape = {int64_t(*number("m", true)), int64_t(*number("n", true)), int64_t(*number("k", true)), int64_t(number("batch", false).value_or(1))};
+    g.shape = {dimension("m", true), dimension("n", true), dimension("k", true), dimension("batch", false)};
     std::string dt = cell("dtype");
     if (dt.empty() || dt == "fp16") g.dtype = Precision::FP16;
     else if (dt == "bf16") g.dtype = Precision::BF16;

@@ -144,7 +144,8 @@ std::vector<NcclTestRow> parse_nccl_tests_log(const std::string& text, const std
     r.source = file;
     r.line = lineno;
     double v;
-    if (!parse_number(toks[i++], v)) throw InputError({file, lineno, 0}, "size", "expected a byte count");
+    if (!parse_number(toks[i++], v) || v < 0)
+      throw InputError({file, lineno, 0}, "size", fmt::format("expected a byte count >= 0, got '{}'", toks[i - 1]));
     r.bytes = v;
     if (i >= toks.size() || !is_integer(toks[i++]))
       throw InputError({file, lineno, 0}, "count", "truncated or malformed row: expected an element count");

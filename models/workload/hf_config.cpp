@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/io/atomic_file.hpp"
+#include "models/io/json_input.hpp"
 #include "models/workload/model_spec.hpp"
 
 namespace micsim {
@@ -58,18 +59,7 @@ struct HfReader {
 }  // namespace
 
 ModelSpec parse_hf_config(const std::string& text, const std::string& file) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    int line = 1, col = 1;
-    for (size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
-      if (text[i] == '\n') { ++line; col = 1; } else { ++col; }
-    }
-    std::string msg = e.what();
-    auto p = msg.find("parse error");
-    throw InputError({file, line, col}, "", "malformed JSON: " + (p == std::string::npos ? msg : msg.substr(p)));
-  }
+  nlohmann::json j = parse_json_input(text, file, "Hugging Face config");
   if (!j.is_object()) throw InputError({file, 1, 1}, "", "expected a JSON object (a Hugging Face config.json)");
   HfReader r{j, text, file};
   if (!r.has("model_type")) r.fail("model_type", "required key is missing: cannot tell the architecture");
