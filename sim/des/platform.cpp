@@ -72,17 +72,24 @@ Platform build_platform(const ClusterTopology& t, double compute_speed, double i
       }
       z->seal();
     }
-    // Inside a leaf the switch is non-blocking: its crossbar is a FATPIPE link that never limits a flow
-    // (SimGrid routes need at least one link).
-    auto* crossbar = leaf_zone[l]->create_link(fmt::format("leaf{}-crossbar", l), 1e15);
-    crossbar->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE);
-    crossbar->set_latency(0);
-    crossbar->seal();
+    // Inside a leaf the switch is non-blocking, so it adds no constraint. SimGrid routes need at least
+    // one link: each node gets a FATPIPE port into the switch that never limits a flow, used by the
+    // flows it sends. One port per sender (not one crossbar per leaf) matters for speed: every flow on a
+    // link joins one max-min component, and a leaf-wide crossbar would make each flow's completion
+    // re-solve every flow of the leaf (quadratic in the cluster size).
     const auto& members = nodes_of_leaf[l];
+    std::vector<sg4::Link*> port(members.size());
+    for (size_t a = 0; a < members.size(); ++a) {
+      port[a] = leaf_zone[l]->create_link(fmt::format("node{}-leafport", members[a]), 1e15);
+      port[a]->set_sharing_policy(sg4::Link::SharingPolicy::FATPIPE);
+      port[a]->set_latency(0);
+      port[a]->seal();
+    }
     for (size_t a = 0; a < members.size(); ++a)
-      for (size_t b = a + 1; b < members.size(); ++b)
-        leaf_zone[l]->add_route(node_zone[members[a]]->get_netpoint(), node_zone[members[b]]->get_netpoint(),
-                                gateway[members[a]], gateway[members[b]], {sg4::LinkInRoute(crossbar)}, true);
+      for (size_t b = 0; b < members.size(); ++b)
+        if (a != b)
+          leaf_zone[l]->add_route(node_zone[members[a]]->get_netpoint(), node_zone[members[b]]->get_netpoint(),
+                                  gateway[members[a]], gateway[members[b]], {sg4::LinkInRoute(port[a])}, false);
     leaf_zone[l]->seal();
   }
   // Between leaves: up through the source leaf's uplink, down through the destination's. The leaf's
