@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -42,10 +43,11 @@ std::string scenario_yaml(const std::string& inst, int nodes, const std::string&
       inst, nodes, model, seq, mb, gb, kind, extra);
 }
 
+struct Case {
+  std::string label, yaml;
+};
+
 int bench_analytic() {
-  struct Case {
-    std::string label, yaml;
-  };
   std::vector<Case> cases = {
       {"bert-10b mics p=8, 16 x p3dn (128 GPUs), 1 micro-step",
        scenario_yaml("p3dn.24xlarge", 16, "bert-10b", "mics", 8, 1024, 512, ", partition_size: 8")},
@@ -71,9 +73,6 @@ int bench_analytic() {
 }
 
 int bench_simgrid() {
-  struct Case {
-    std::string label, yaml;
-  };
   std::vector<Case> cases = {
       {"gpt-100b mics p=8, 64 x p4d (512 GPUs), 4 micro-steps",
        scenario_yaml("p4d.24xlarge", 64, "gpt-100b", "mics", 1, 2048, 2048, ", partition_size: 8, hierarchical_allgather: true")},
@@ -99,7 +98,9 @@ int bench_simgrid() {
   return 0;
 }
 
-// The 16,384-GPU scenario (issue 7): time and peak memory on both engines.
+// The 16,384-GPU scenario (issue 7): the analytic engine at full size; the SimGrid engine on the
+// same scenario at 1,024 to 4,096 GPUs (its time grows faster than linearly with the cluster), and at
+// full size too when MICSIM_BENCH_FULL=1 (tens of minutes on a 2-core machine).
 int bench_large() {
   const std::string path = std::string(MICSIM_SOURCE_DIR) + "/scenarios/large/gpt-175b-mics-16384-gpus.yaml";
   Scenario sc = load_scenario(path);
@@ -111,14 +112,20 @@ int bench_large() {
   SimulationResult ra = simulate_analytic(p);
   struct rusage ru {};
   getrusage(RUSAGE_SELF, &ru);
-  fmt::print("  analytic: prepare {:.3f} s, run {:.3f} s (median of 5), step {:.3f} s, {:.0f} tokens/s; process peak {:.1f} MiB\n",
-             t_prepare, t_analytic, ra.iteration_time_s, ra.tokens_per_s, ru.ru_maxrss / 1024.0);
-  des::DesOutcome out;
-  SimulationResult rs = simulate_simgrid(p, false, &out);
-  fmt::print("  simgrid:  {} stream tasks per node x {} nodes, {} flows; wall {:.1f} s, child peak {:.1f} MiB; step {:.3f} s "
-             "({:+.2f} % vs analytic)\n",
-             p.graph.size(), sc.cluster.nodes, out.flows, out.wall_s, out.peak_rss_kib / 1024.0, rs.iteration_time_s,
-             100 * (rs.iteration_time_s / ra.iteration_time_s - 1));
+  fmt::print("  analytic, {} GPUs: prepare {:.3f} s, run {:.4f} s (median of 5), step {:.3f} s, {:.0f} tokens/s; process peak {:.1f} MiB\n",
+             sc.world_size(), t_prepare, t_analytic, ra.iteration_time_s, ra.tokens_per_s, ru.ru_maxrss / 1024.0);
+  std::vector<int> node_counts = {128, 256, 512};
+  const char* full = std::getenv("MICSIM_BENCH_FULL");
+  if (full && std::string(full) == "1") node_counts.push_back(sc.cluster.nodes);
+  for (int nodes : node_counts) {
+    Scenario s = load_scenario(path, {fmt::format("cluster.nodes={}", nodes), fmt::format("training.global_batch={}", 16 * nodes)});
+    PreparedSimulation ps = prepare_simulation(s);
+    des::DesOutcome out;
+    SimulationResult rs = simulate_simgrid(ps, false, &out);
+    const double an = simulate_analytic(ps).iteration_time_s;
+    fmt::print("  simgrid,  {:>5} GPUs: {:>9} flows, wall {:>7.1f} s, child peak {:>6.1f} MiB; step {:.3f} s ({:+.2f} % vs analytic)\n",
+               s.world_size(), out.flows, out.wall_s, out.peak_rss_kib / 1024.0, rs.iteration_time_s, 100 * (rs.iteration_time_s / an - 1));
+  }
   return 0;
 }
 

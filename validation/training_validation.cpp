@@ -30,11 +30,15 @@ double num(const std::string& s, const std::string& file, int line, const char* 
   return v;
 }
 
+void require_columns(const CsvTable& t, std::initializer_list<const char*> columns, const char* what) {
+  for (const char* c : columns)
+    if (t.column(c) < 0) throw InputError({t.file, 1, 0}, c, std::string("missing column of ") + what);
+}
+
 std::vector<TrainingRow> load_mosaicml(const CsvTable& t) {
   std::vector<TrainingRow> out;
-  for (const char* c : {"Model", "SeqLen (T)", "# GPUs", "GPU", "MFU", "MicroBatchSize", "GradAccum", "GlobalBatchSize",
-                        "Sharding Strategy", "Activation Checkpointing", "NumParams"})
-    if (t.column(c) < 0) throw InputError({t.file, 1, 0}, c, "missing column of the MosaicML benchmark table");
+  require_columns(t, {"Model", "SeqLen (T)", "# GPUs", "GPU", "MFU", "MicroBatchSize", "GradAccum", "GlobalBatchSize",
+                      "Sharding Strategy", "Activation Checkpointing", "NumParams"}, "the MosaicML benchmark table");
   for (const auto& r : t.rows) {
     auto f = [&](const char* c) { return r.fields[t.column(c)]; };
     TrainingRow row;
@@ -78,9 +82,8 @@ std::vector<TrainingRow> load_mosaicml(const CsvTable& t) {
 
 std::vector<TrainingRow> load_training_results(const CsvTable& t) {
   std::vector<TrainingRow> out;
-  for (const char* c : {"id", "source", "model", "layers", "hidden", "heads", "ffn", "vocab", "seq_len", "gpus", "strategy",
-                        "micro_batch", "metric", "value", "notes"})
-    if (t.column(c) < 0) throw InputError({t.file, 1, 0}, c, "missing column of training-results.csv");
+  require_columns(t, {"id", "source", "model", "layers", "hidden", "heads", "ffn", "vocab", "seq_len", "gpus", "strategy",
+                      "micro_batch", "metric", "value", "notes"}, "training-results.csv");
   for (const auto& r : t.rows) {
     auto f = [&](const char* c) { return r.fields[t.column(c)]; };
     TrainingRow row;
