@@ -112,8 +112,8 @@ int bench_large() {
   SimulationResult ra = simulate_analytic(p);
   struct rusage ru {};
   getrusage(RUSAGE_SELF, &ru);
-  fmt::print("  analytic, {} GPUs: prepare {:.3f} s, run {:.4f} s (median of 5), step {:.3f} s, {:.0f} tokens/s; process peak {:.1f} MiB\n",
-             sc.world_size(), t_prepare, t_analytic, ra.iteration_time_s, ra.tokens_per_s, ru.ru_maxrss / 1024.0);
+  fmt::print("  analytic, {} GPUs: prepare {:.2f} ms, run {:.3f} ms (median of 5), step {:.3f} s, {:.0f} tokens/s; process peak {:.1f} MiB\n",
+             sc.world_size(), 1e3 * t_prepare, 1e3 * t_analytic, ra.iteration_time_s, ra.tokens_per_s, ru.ru_maxrss / 1024.0);
   std::vector<int> node_counts = {128, 256, 512};
   const char* full = std::getenv("MICSIM_BENCH_FULL");
   if (full && std::string(full) == "1") node_counts.push_back(sc.cluster.nodes);
