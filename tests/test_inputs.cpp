@@ -114,6 +114,13 @@ TEST_CASE("bad input: exit status 2 with file, line, key and expectation") {
   CHECK(device.status == 2);
   CHECK(device.output.find("expected a regular file") != std::string::npos);
   CHECK(run_cli("simulate /tmp").status == 2);
+  // Command-line numbers are range-checked too, and the message gives the range.
+  const std::string scenario = temp_file("good.yaml", kGood);
+  for (const char* bad : {" --threads -3", " --refine -1", " --top 0", " --target-tokens -1", " --stop-after -2 --checkpoint /tmp/x"}) {
+    auto r = run_cli("plan " + scenario + bad + " -q");
+    CHECK_MESSAGE(r.status == 2, bad << ": " << r.output);
+    CHECK_MESSAGE(r.output.find("range") != std::string::npos, bad << ": " << r.output);
+  }
 }
 
 TEST_CASE("impossible configurations are explained, with the number that would fit") {

@@ -29,8 +29,8 @@ Runner add_calibrate(CLI::App& app) {
   cmd->add_option("--instance", o->instance, "Catalog instance the measurements were taken on")->required();
   cmd->add_option("--out", o->out, "Calibration file to write (YAML)")->required();
   cmd->add_option("--op", o->op, "Collective of a log that does not name it (all_reduce, all_gather, ...)");
-  cmd->add_option("--ranks", o->ranks, "Ranks of a log without '# Rank' lines");
-  cmd->add_option("--nodes", o->nodes, "Nodes of a log without '# Rank ... on HOST' lines");
+  cmd->add_option("--ranks", o->ranks, "Ranks of a log without '# Rank' lines")->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--nodes", o->nodes, "Nodes of a log without '# Rank ... on HOST' lines")->check(CLI::Range(1, 1 << 20));
   cmd->add_flag("--include-two-node-allreduce", o->two_node_ar,
                 "Also fit 2-node all_reduce rows (NCCL runs tree there; excluded by default)");
   return [o]() -> int {

@@ -38,7 +38,7 @@ std::vector<int> ints(const std::string& flag, const std::string& s) {
 Runner add_plan(CLI::App& app) {
   struct Opts {
     std::string scenario, csv, json, objective, instances, nodes, strategies, micro_batches, deepspeed, ds_out, fsdp_out, checkpoint;
-    size_t stop_after = 0;
+    int64_t stop_after = 0;
     std::vector<std::string> sets;
     int top = 0, refine = -1, max_nodes = 0, threads = 0;
     double target_tokens = 0, max_usd = 0;
@@ -48,17 +48,18 @@ Runner add_plan(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("plan", "Search instance type, node count, strategy, partition size and batch layout");
   cmd->add_option("scenario", o->scenario, "Scenario YAML file (its plan: block sets the search space)")->required();
   cmd->add_option("--set", o->sets, "Override a scenario key (repeatable)");
-  cmd->add_option("--top", o->top, "Rows to show (default: plan.top or 10)");
-  cmd->add_option("--refine", o->refine, "Top candidates re-simulated with SimGrid (default: plan.refine or 20; 0 = none)");
+  cmd->add_option("--top", o->top, "Rows to show (default: plan.top or 10)")->check(CLI::Range(1, 1000000));
+  cmd->add_option("--refine", o->refine, "Top candidates re-simulated with SimGrid (default: plan.refine or 20; 0 = none)")
+      ->check(CLI::Range(0, 1000000));
   cmd->add_option("--objective", o->objective, "throughput | time | cost")->check(CLI::IsMember({"throughput", "time", "cost"}));
-  cmd->add_option("--target-tokens", o->target_tokens, "Tokens to train (time and cost objectives)");
+  cmd->add_option("--target-tokens", o->target_tokens, "Tokens to train (time and cost objectives)")->check(CLI::Range(1.0, 1e18));
   cmd->add_option("--instances", o->instances, "Comma-separated instance types");
   cmd->add_option("--nodes", o->nodes, "Comma-separated node counts");
   cmd->add_option("--strategies", o->strategies, "Comma-separated: ddp, zero1, zero2, zero3, mics, hsdp");
   cmd->add_option("--micro-batches", o->micro_batches, "Comma-separated micro-batch sizes");
-  cmd->add_option("--max-nodes", o->max_nodes, "Largest cluster allowed");
-  cmd->add_option("--max-usd-per-hour", o->max_usd, "Largest cluster price allowed ($/h)");
-  cmd->add_option("--threads", o->threads, "Worker threads (default: every core)");
+  cmd->add_option("--max-nodes", o->max_nodes, "Largest cluster allowed")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-usd-per-hour", o->max_usd, "Largest cluster price allowed ($/h)")->check(CLI::Range(0.01, 1e9));
+  cmd->add_option("--threads", o->threads, "Worker threads (default: every core)")->check(CLI::Range(0, 1024));
   cmd->add_option("--deepspeed", o->deepspeed, "An existing ds_config.json: simulate it as the baseline");
   cmd->add_option("--deepspeed-out", o->ds_out, "Write the winner's DeepSpeed config fragment to FILE");
   cmd->add_option("--fsdp-out", o->fsdp_out, "Write the winner's FSDP fragment to FILE");
@@ -66,6 +67,7 @@ Runner add_plan(CLI::App& app) {
   cmd->add_option("--json", o->json, "Write the plan as JSON to FILE ('-' = stdout)");
   cmd->add_option("--checkpoint", o->checkpoint, "Save progress to FILE; a killed plan run again with it resumes where it stopped");
   cmd->add_option("--stop-after", o->stop_after, "Evaluate at most N new candidates, then stop (resumable with --checkpoint)")
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 40))
       ->group("");
   cmd->add_flag("--quiet,-q", o->quiet, "Do not print the plan");
   return [o]() -> int {
@@ -95,7 +97,7 @@ Runner add_plan(CLI::App& app) {
     if (o->max_usd > 0) spec.max_usd_per_hour = o->max_usd;
     spec.threads = o->threads;
     spec.checkpoint = o->checkpoint;
-    spec.stop_after = o->stop_after;
+    spec.stop_after = static_cast<size_t>(o->stop_after);
     if (o->stop_after > 0 && o->checkpoint.empty())
       throw InputError({"--stop-after", 0, 0}, "", "--stop-after needs --checkpoint FILE (to resume from)");
     std::vector<std::string> base = o->sets;

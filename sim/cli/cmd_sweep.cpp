@@ -23,7 +23,7 @@ Runner add_sweep(CLI::App& app) {
   cmd->add_flag("--weak", o->weak, "Weak scaling: per-GPU batch and accumulation fixed, global batch grows");
   cmd->add_flag("--strong", o->strong, "Strong scaling: global batch fixed");
   cmd->add_option("--engine", o->engine, "analytic (default) or simgrid")->check(CLI::IsMember({"analytic", "simgrid"}));
-  cmd->add_option("--threads", o->threads, "Worker threads (default: every core)");
+  cmd->add_option("--threads", o->threads, "Worker threads (default: every core)")->check(CLI::Range(0, 1024));
   cmd->add_option("--csv", o->csv, "Write the rows as CSV to FILE");
   cmd->add_option("--json", o->json, "Write the rows as JSON to FILE ('-' = stdout)");
   cmd->add_flag("--quiet,-q", o->quiet, "Do not print the table");
