@@ -141,10 +141,6 @@ std::string reason_category(const std::string& key, const std::string& detail) {
   return key.empty() ? d : key + ": " + d;
 }
 
-// Nothing fits: name the candidate that came closest and say what it would take (more GPUs to shard
-// over, or a smaller working set), so the user knows which knob to turn.
-std::string explain_nothing_fits(const std::vector<Evaluation>& evals);
-
 std::string describe(const Scenario& sc) {
   ParallelLayout l = make_layout(sc.strategy, sc.cluster.nodes, sc.cluster.instance.gpus_per_node);
   std::string s = fmt::format("{} x {} {}", sc.cluster.nodes, sc.cluster.instance.name, to_string(sc.strategy.kind));
@@ -154,6 +150,8 @@ std::string describe(const Scenario& sc) {
   return s;
 }
 
+// Nothing fits: name the candidate that came closest and say what it would take (more GPUs to shard
+// over, or a smaller working set), so the user knows which knob to turn.
 std::string explain_nothing_fits(const std::vector<Evaluation>& evals) {
   const Evaluation* closest = nullptr;
   double closest_over = 0;

@@ -35,19 +35,26 @@ void require_columns(const CsvTable& t, std::initializer_list<const char*> colum
     if (t.column(c) < 0) throw InputError({t.file, 1, 0}, c, std::string("missing column of ") + what);
 }
 
+// A row of `dataset` read from one CSV line: where it came from and the published value.
+TrainingRow start_row(const CsvTable& t, const CsvRow& r, const char* dataset, const char* value_column) {
+  TrainingRow row;
+  row.dataset = dataset;
+  row.file = t.file;
+  row.line = r.line;
+  row.source = r.fields[t.column("source")];
+  row.published = num(r.fields[t.column(value_column)], t.file, r.line, value_column);
+  return row;
+}
+
 std::vector<TrainingRow> load_mosaicml(const CsvTable& t) {
   std::vector<TrainingRow> out;
   require_columns(t, {"Model", "SeqLen (T)", "# GPUs", "GPU", "MFU", "MicroBatchSize", "GradAccum", "GlobalBatchSize",
-                      "Sharding Strategy", "Activation Checkpointing", "NumParams"}, "the MosaicML benchmark table");
+                      "Sharding Strategy", "Activation Checkpointing", "NumParams", "source"}, "the MosaicML benchmark table");
   for (const auto& r : t.rows) {
     auto f = [&](const char* c) { return r.fields[t.column(c)]; };
-    TrainingRow row;
-    row.dataset = "mosaicml-fsdp-a100";
-    row.file = t.file;
-    row.line = r.line;
-    row.source = f("source");
+    TrainingRow row = start_row(t, r, "mosaicml-fsdp-a100", "MFU");
     row.metric = "mfu";
-    row.published = num(f("MFU"), t.file, r.line, "MFU") / 100.0;
+    row.published /= 100.0;  // the table gives percent
     row.convention = "llm-foundry MFU: (6N + 12·L·h·s) per token, no recompute";
     row.published_params = static_cast<long long>(num(f("NumParams"), t.file, r.line, "NumParams"));
     const std::string size = f("Model");
@@ -86,13 +93,8 @@ std::vector<TrainingRow> load_training_results(const CsvTable& t) {
                       "micro_batch", "metric", "value", "notes"}, "training-results.csv");
   for (const auto& r : t.rows) {
     auto f = [&](const char* c) { return r.fields[t.column(c)]; };
-    TrainingRow row;
-    row.dataset = "training-results";
-    row.file = t.file;
-    row.line = r.line;
+    TrainingRow row = start_row(t, r, "training-results", "value");
     row.id = f("id");
-    row.source = f("source");
-    row.published = num(f("value"), t.file, r.line, "value");
     const std::string metric = f("metric");
     const std::string id = row.id;
     if (id.rfind("mics-", 0) == 0) {

@@ -62,13 +62,11 @@ MemoryEstimate estimate_memory(const Workload& w, const ShardingSpec& s, const A
   // max_live_parameters, and the full gradient of the unit until it is reduce-scattered.
   double largest_unit = 0, block_params = double(w.params.per_layer);
   for (const auto& u : w.units) largest_unit = std::max(largest_unit, double(u.gather_params));
-  if (s.gathers_parameters) {
-    double live = largest_unit + s.prefetch_units * block_params;
-    live = std::max(largest_unit, std::min(live, s.max_live_parameters));
-    m.gathered_params_bytes = pe * live;
-  }
-  double bucket = std::min(s.grad_bucket_elements, psi);
-  m.grad_buffer_bytes = pe * std::max(bucket, s.gathers_parameters ? largest_unit : 0.0) * s.grad_buckets_in_flight;
+  const double live_params = std::max(largest_unit, std::min(largest_unit + s.prefetch_units * block_params, s.max_live_parameters));
+  const double bucket = std::min(s.grad_bucket_elements, psi);
+  auto grad_buffer_bytes = [&](bool gathers) { return pe * std::max(bucket, gathers ? largest_unit : 0.0) * s.grad_buckets_in_flight; };
+  if (s.gathers_parameters) m.gathered_params_bytes = pe * live_params;
+  m.grad_buffer_bytes = grad_buffer_bytes(s.gathers_parameters);
   // Mixed precision: the optimizer step works on an fp32 copy of the local gradient shard.
   m.optimizer_temp_bytes = prec == Precision::FP32 ? 0.0 : 4.0 * psi / s.optimizer_shards;
 
@@ -81,10 +79,11 @@ MemoryEstimate estimate_memory(const Workload& w, const ShardingSpec& s, const A
   m.reserve_bytes = 1024.0 * 1024.0 * 1024.0 + 0.05 * capacity;
   m.fits = m.peak_bytes <= capacity - m.reserve_bytes;
 
-  // Fully sharded over G GPUs the peak is states/G + max(working set, fp32 gradients/G); solve for G.
+  // Fully sharded over G GPUs (parameters gathered per unit, as ZeRO-3) the peak is
+  // states/G + max(working set, fp32 gradients/G); solve for G. For a gathering strategy the working
+  // set is exactly this step's activations + gathered parameters + gradient buffers.
   const double usable = capacity - m.reserve_bytes;
-  double live = s.gathers_parameters ? m.gathered_params_bytes / pe : std::max(largest_unit, std::min(largest_unit + block_params, s.max_live_parameters));
-  m.working_set_bytes = m.activations_bytes + pe * live + pe * std::max(std::min(s.grad_bucket_elements, psi), largest_unit);
+  m.working_set_bytes = m.activations_bytes + pe * live_params + grad_buffer_bytes(true);
   const double states_total = (2.0 * pe + optimizer_bytes_per_param(opt, prec)) * psi;
   const double temp_total = prec == Precision::FP32 ? 0.0 : 4.0 * psi;
   if (m.working_set_bytes < usable) {
