@@ -75,7 +75,7 @@ strategy: {kind: zero3}
 )";
   parse_or_input_error([&] {
     DeepSpeedOverrides ds = parse_deepspeed_config(text, "<fuzz>/ds_config.json", 64);
-    parse_scenario_text(kBase, "<base>", ds.overrides);
+    parse_scenario_text(kBase, "<base>", {}, ds.overrides);
   });
 }
 

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "models/io/atomic_file.hpp"
+#include "models/io/input_file.hpp"
 #include "models/io/json_input.hpp"
 
 namespace micsim {
@@ -97,8 +97,11 @@ DeepSpeedOverrides parse_deepspeed_config(const std::string& text, const std::st
   nlohmann::json j = parse_json_input(text, path, "DeepSpeed config");
   if (!j.is_object()) throw InputError({path, 1, 0}, "", "expected a JSON object (a DeepSpeed config)");
   DeepSpeedOverrides out;
-  auto fail = [&](const std::string& key, const std::string& what) {
-    throw InputError({path, line_of(text, key.substr(key.rfind('.') + 1)), 0}, key, what);
+  auto where = [&](const std::string& key) -> SourceLocation { return {path, line_of(text, key.substr(key.rfind('.') + 1)), 0}; };
+  auto fail = [&](const std::string& key, const std::string& what) { throw InputError(where(key), key, what); };
+  // Each scenario change names the DeepSpeed key it came from, so a bad value is reported there.
+  auto set = [&](const std::string& ds_key, const std::string& assignment) {
+    out.overrides.emplace_back(assignment, fmt::format("{} ({})", where(ds_key).str(), ds_key));
   };
   auto is_auto = [](const nlohmann::json& v) { return v.is_string() && v.get<std::string>() == "auto"; };
   auto integer = [&](const nlohmann::json& obj, const std::string& key, const std::string& shown) -> std::optional<int64_t> {
@@ -110,13 +113,13 @@ DeepSpeedOverrides parse_deepspeed_config(const std::string& text, const std::st
       const double d = v.get<double>();
       if (d >= 0 && d <= 9.0e15 && d == std::floor(d)) return int64_t(d);
     }
-    fail(shown, fmt::format("expected a non-negative integer, got {}", v.dump()));
+    fail(shown, fmt::format("expected a non-negative integer, got {}", shorten_for_message(v.dump())));
     return std::nullopt;
   };
   auto boolean = [&](const nlohmann::json& obj, const std::string& key, const std::string& shown) -> std::optional<bool> {
     if (!obj.contains(key) || is_auto(obj[key])) return std::nullopt;
     if (!obj[key].is_boolean()) {
-      fail(shown, fmt::format("expected true or false, got {}", obj[key].dump()));
+      fail(shown, fmt::format("expected true or false, got {}", shorten_for_message(obj[key].dump())));
       return std::nullopt;
     }
     return obj[key].get<bool>();
@@ -124,22 +127,37 @@ DeepSpeedOverrides parse_deepspeed_config(const std::string& text, const std::st
   auto mbs = integer(j, "train_micro_batch_size_per_gpu", "train_micro_batch_size_per_gpu");
   auto tbs = integer(j, "train_batch_size", "train_batch_size");
   auto gas = integer(j, "gradient_accumulation_steps", "gradient_accumulation_steps");
-  if (mbs) out.overrides.push_back(fmt::format("training.micro_batch={}", *mbs));
-  if (tbs) out.overrides.push_back(fmt::format("training.global_batch={}", *tbs));
-  else if (mbs && gas) out.overrides.push_back(fmt::format("training.global_batch={}", *mbs * *gas * world_size));
+  if (mbs) set("train_micro_batch_size_per_gpu", fmt::format("training.micro_batch={}", *mbs));
+  if (tbs) {
+    set("train_batch_size", fmt::format("training.global_batch={}", *tbs));
+  } else if (mbs && gas) {
+    // micro-batch x accumulation x world, overflow-checked (the scenario caps the global batch at 2^40).
+    const double g = double(*mbs) * double(*gas) * double(world_size);
+    if (g > double(int64_t(1) << 40)) fail("gradient_accumulation_steps", fmt::format("train_micro_batch_size_per_gpu x gradient_accumulation_steps x {} GPUs = {:.3g} sequences per step; at most 2^40", world_size, g));
+    set("gradient_accumulation_steps", fmt::format("training.global_batch={}", *mbs * *gas * world_size));
+  }
   if (j.contains("fp16") && j["fp16"].is_object() && boolean(j["fp16"], "enabled", "fp16.enabled").value_or(false))
-    out.overrides.push_back("training.precision=fp16");
+    set("fp16", "training.precision=fp16");
   else if (j.contains("bf16") && j["bf16"].is_object() && boolean(j["bf16"], "enabled", "bf16.enabled").value_or(false))
-    out.overrides.push_back("training.precision=bf16");
+    set("bf16", "training.precision=bf16");
   if (j.contains("optimizer") && j["optimizer"].is_object() && j["optimizer"].contains("type")) {
     std::string t = j["optimizer"]["type"].is_string() ? j["optimizer"]["type"].get<std::string>() : "";
     for (auto& c : t) c = char(std::tolower(static_cast<unsigned char>(c)));
-    if (t.find("lamb") != std::string::npos) out.overrides.push_back("training.optimizer=lamb");
-    else if (t.find("adam") != std::string::npos) out.overrides.push_back("training.optimizer=adam");
-    else if (t.find("sgd") != std::string::npos) out.overrides.push_back("training.optimizer=sgd");
+    if (t.find("lamb") != std::string::npos) set("optimizer", "training.optimizer=lamb");
+    else if (t.find("adam") != std::string::npos) set("optimizer", "training.optimizer=adam");
+    else if (t.find("sgd") != std::string::npos) set("optimizer", "training.optimizer=sgd");
     else fail("optimizer.type", "expected Adam, AdamW, Lamb or SGD (micsim models these)");
   }
-  if (j.contains("activation_checkpointing")) out.overrides.push_back("training.activation_checkpointing=true");
+  // DeepSpeed's activation_checkpointing block configures checkpointing that the model code calls
+  // (deepspeed.checkpointing.checkpoint); its presence alone does not turn it on. `false`, `null` or
+  // an empty block mean none; an object with settings means the model checkpoints.
+  if (j.contains("activation_checkpointing")) {
+    const auto& a = j["activation_checkpointing"];
+    if (a.is_boolean()) set("activation_checkpointing", fmt::format("training.activation_checkpointing={}", a.get<bool>() ? "true" : "false"));
+    else if (a.is_object() && !a.empty()) set("activation_checkpointing", "training.activation_checkpointing=true");
+    else if (!a.is_null() && !(a.is_object() && a.empty()))
+      fail("activation_checkpointing", fmt::format("expected an object (DeepSpeed's checkpointing settings) or true/false, got {}", shorten_for_message(a.dump())));
+  }
   if (j.contains("zero_optimization")) {
     const auto& z = j["zero_optimization"];
     if (!z.is_object()) fail("zero_optimization", "expected an object");
@@ -147,21 +165,21 @@ DeepSpeedOverrides parse_deepspeed_config(const std::string& text, const std::st
     if (stage > 3) fail("zero_optimization.stage", fmt::format("expected 0, 1, 2 or 3, got {}", stage));
     auto shard = integer(z, "mics_shard_size", "zero_optimization.mics_shard_size");
     if (stage == 3 && shard && *shard > 0) {
-      out.overrides.push_back("strategy.kind=mics");
-      out.overrides.push_back(fmt::format("strategy.partition_size={}", *shard));
+      set("zero_optimization.mics_shard_size", "strategy.kind=mics");
+      set("zero_optimization.mics_shard_size", fmt::format("strategy.partition_size={}", *shard));
       bool hier = boolean(z, "mics_hierarchical_params_gather", "zero_optimization.mics_hierarchical_params_gather").value_or(false);
-      out.overrides.push_back(fmt::format("strategy.hierarchical_allgather={}", hier ? "true" : "false"));
-      out.overrides.push_back("strategy.two_hop_sync=true");
+      set("zero_optimization.mics_hierarchical_params_gather", fmt::format("strategy.hierarchical_allgather={}", hier ? "true" : "false"));
+      set("zero_optimization.mics_shard_size", "strategy.two_hop_sync=true");
     } else {
       const char* kinds[] = {"ddp", "zero1", "zero2", "zero3"};
-      out.overrides.push_back(fmt::format("strategy.kind={}", kinds[stage]));
+      set("zero_optimization.stage", fmt::format("strategy.kind={}", kinds[stage]));
     }
     if (auto v = integer(z, "reduce_bucket_size", "zero_optimization.reduce_bucket_size"))
-      out.overrides.push_back(fmt::format("strategy.reduce_bucket_size={}", *v));
+      set("zero_optimization.reduce_bucket_size", fmt::format("strategy.reduce_bucket_size={}", *v));
     if (auto v = integer(z, "stage3_prefetch_bucket_size", "zero_optimization.stage3_prefetch_bucket_size"))
-      out.overrides.push_back(fmt::format("strategy.prefetch_bucket_size={}", *v));
+      set("zero_optimization.stage3_prefetch_bucket_size", fmt::format("strategy.prefetch_bucket_size={}", *v));
     if (auto v = integer(z, "stage3_max_live_parameters", "zero_optimization.stage3_max_live_parameters"))
-      out.overrides.push_back(fmt::format("strategy.max_live_parameters={}", *v));
+      set("zero_optimization.stage3_max_live_parameters", fmt::format("strategy.max_live_parameters={}", *v));
     for (auto it = z.begin(); it != z.end(); ++it) {
       static const std::vector<std::string> used = {"stage", "mics_shard_size", "mics_hierarchical_params_gather",
                                                     "reduce_bucket_size", "stage3_prefetch_bucket_size",

@@ -16,7 +16,7 @@ nlohmann::json deepspeed_fragment(const Scenario& sc);
 nlohmann::json fsdp_fragment(const Scenario& sc);
 
 struct DeepSpeedOverrides {
-  std::vector<std::string> overrides;  // "key=value" for parse_scenario_text
+  std::vector<Override> overrides;     // scenario keys, each with the ds_config line it came from
   std::vector<std::string> ignored;    // keys read but not modelled
 };
 // Reads a DeepSpeed config. "auto" values (Hugging Face integration) keep the scenario's value.

@@ -10,8 +10,10 @@
 #include <set>
 
 #include "models/hardware/catalog.hpp"
-#include "models/io/atomic_file.hpp"
+#include "models/io/input_file.hpp"
+#include "models/io/output_file.hpp"
 #include "models/io/json_input.hpp"
+#include "models/io/json_text.hpp"
 #include "planner/handoff.hpp"
 #include "planner/progress.hpp"
 #include "sim/report/report.hpp"
@@ -251,7 +253,7 @@ class Checkpoint {
       if (e.simgrid) x["simgrid"] = to_json(*e.simgrid);
       j["evaluated"].push_back(std::move(x));
     }
-    write_file_atomically(path_, j.dump() + "\n");
+    write_output_file(path_, j.dump() + "\n");
   }
 
  private:
@@ -576,8 +578,8 @@ std::string format_plan(const PlanResult& r) {
   }
   if (!r.explanation.empty()) o += (r.ranking.empty() ? "\n  " : "\n  Why the winner:\n  ") + r.explanation;
   if (!r.deepspeed.is_null()) {
-    o += "\n  DeepSpeed config fragment (ds_config.json):\n" + r.deepspeed.dump(2) + "\n";
-    o += "\n  PyTorch FSDP fragment:\n" + r.fsdp.dump(2) + "\n";
+    o += "\n  DeepSpeed config fragment (ds_config.json):\n" + json_text(r.deepspeed);
+    o += "\n  PyTorch FSDP fragment:\n" + json_text(r.fsdp);
   }
   o += "\n  Sources: prices from models/catalog/instances.yaml (dated; override with plan.prices); step times from the "
        "analytic engine, top ranks re-simulated with the SimGrid engine (column 'engine').\n";

@@ -6,7 +6,7 @@
 #include <map>
 #include <sstream>
 
-#include "models/io/atomic_file.hpp"
+#include "models/io/input_file.hpp"
 #include "sim/report/report.hpp"
 
 namespace micsim {

@@ -2,7 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "helpers.hpp"
-#include "models/io/atomic_file.hpp"
+#include "models/io/input_file.hpp"
 #include "planner/handoff.hpp"
 #include "planner/plan.hpp"
 #include "planner/sweep.hpp"
@@ -84,11 +84,7 @@ TEST_CASE("hand-off: DeepSpeed and FSDP fragments, and a DeepSpeed config read b
   // Round trip: the fragment, read as a DeepSpeed config, describes the same training.
   std::string f = temp_file("ds.json", ds.dump(2));
   auto back = read_deepspeed_config(f, sc.world_size());
-  Scenario sc2 = parse_scenario_text(kBert, "<t>", [&] {
-    std::vector<std::string> o = {"cluster.nodes=4", "strategy.kind=zero3"};
-    o.insert(o.end(), back.overrides.begin(), back.overrides.end());
-    return o;
-  }());
+  Scenario sc2 = parse_scenario_text(kBert, "<t>", {"cluster.nodes=4", "strategy.kind=zero3"}, back.overrides);
   CHECK(sc2.strategy.kind == StrategyKind::MiCS);
   CHECK(sc2.strategy.partition_size == 16);
   CHECK(sc2.strategy.hierarchical_allgather);
@@ -96,7 +92,9 @@ TEST_CASE("hand-off: DeepSpeed and FSDP fragments, and a DeepSpeed config read b
   CHECK(sc2.training.micro_batch == 8);
   // Hugging Face "auto" keeps the scenario's value; bad types are errors with the line.
   auto hf = read_deepspeed_config(temp_file("hf.json", R"({"train_micro_batch_size_per_gpu": "auto", "zero_optimization": {"stage": 2}})"), 32);
-  CHECK(hf.overrides == std::vector<std::string>{"strategy.kind=zero2"});
+  REQUIRE(hf.overrides.size() == 1);
+  CHECK(hf.overrides[0].assignment == "strategy.kind=zero2");
+  CHECK(hf.overrides[0].origin.find("zero_optimization.stage") != std::string::npos);
   std::string bad = temp_file("bad-ds.json", "{\n  \"zero_optimization\": {\n    \"stage\": \"three\"\n  }\n}\n");
   try {
     read_deepspeed_config(bad, 32);

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "models/io/atomic_file.hpp"
+#include "models/io/input_file.hpp"
 #include "models/io/input_error.hpp"
 
 namespace micsim {

@@ -1,6 +1,6 @@
 #include "models/io/yaml_node.hpp"
 
-#include "models/io/atomic_file.hpp"
+#include "models/io/input_file.hpp"
 
 #include <cmath>
 #include <fmt/format.h>

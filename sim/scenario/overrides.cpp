@@ -6,9 +6,10 @@
 
 namespace micsim {
 
-void apply_overrides(YAML::Node& root, const std::vector<std::string>& overrides, YamlSource& src) {
-  for (const auto& text : overrides) {
-    const std::string shown = "--set " + text;
+void apply_overrides(YAML::Node& root, const std::vector<Override>& overrides, YamlSource& src) {
+  for (const auto& ov : overrides) {
+    const std::string& text = ov.assignment;
+    const std::string& shown = ov.origin;
     auto eq = text.find('=');
     if (eq == std::string::npos || eq == 0)
       throw InputError({shown, 0, 0}, "", "expected --set key.path=value");

@@ -64,17 +64,30 @@ struct Scenario {
   EngineKind engine = EngineKind::Analytic;
   Calibration calibration;         // empty when none
   std::vector<std::string> warnings;  // keys ignored for this strategy, etc.
+  std::vector<std::string> input_files;  // every file it was loaded from (scenario, HF config, calibration)
 
   int world_size() const { return cluster.world_size(); }
   int64_t grad_accumulation_steps() const { return training.global_batch / (training.micro_batch * world_size()); }
 };
 
-// Loads and validates a scenario; every error is an InputError (file:line:col, key, expectation).
-Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
-Scenario parse_scenario_text(const std::string& yaml, const std::string& shown_name,
-                             const std::vector<std::string>& overrides = {});
+// A change to one scenario key, "key.path=value", and where it came from: errors about that key name
+// the origin ("--set key=value" for the command line, "ds_config.json:12 (train_batch_size)" for a
+// value read from a DeepSpeed config), never a line of the scenario file or a --set nobody typed.
+struct Override {
+  std::string assignment;  // key.path=value
+  std::string origin;      // shown in messages
+  Override(std::string a) : assignment(std::move(a)), origin("--set " + assignment) {}  // NOLINT: implicit on purpose
+  Override(std::string a, std::string o) : assignment(std::move(a)), origin(std::move(o)) {}
+};
 
-// Applies "key.path=value" overrides to a YAML tree; records them so errors point at "--set ...".
-void apply_overrides(YAML::Node& root, const std::vector<std::string>& overrides, YamlSource& src);
+// Loads and validates a scenario; every error is an InputError (file:line:col, key, expectation).
+// `sets` are the user's --set overrides, `more` overrides from other inputs (applied after them).
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& sets = {},
+                       const std::vector<Override>& more = {});
+Scenario parse_scenario_text(const std::string& yaml, const std::string& shown_name,
+                             const std::vector<std::string>& sets = {}, const std::vector<Override>& more = {});
+
+// Applies overrides to a YAML tree; records their origins so errors point at them.
+void apply_overrides(YAML::Node& root, const std::vector<Override>& overrides, YamlSource& src);
 
 }  // namespace micsim

@@ -4,7 +4,7 @@
 #include <functional>
 
 #include "models/hardware/catalog.hpp"
-#include "models/io/atomic_file.hpp"
+#include "models/io/input_file.hpp"
 #include "sim/scenario/scenario.hpp"
 
 namespace micsim {
@@ -54,7 +54,7 @@ const std::vector<std::string> kInlineModelKeys = {"arch", "layers", "hidden", "
                                                    "max_position", "type_vocab", "tied_embeddings", "encoder_head",
                                                    "dropout", "biases", "source"};
 
-ModelSpec parse_model(const YamlNode& n) {
+ModelSpec parse_model(const YamlNode& n, std::vector<std::string>& inputs) {
   auto preset_named = [](const YamlNode& node) {
     std::string name = node.as_string();
     const ModelSpec* m = find_model_preset(name);
@@ -74,9 +74,12 @@ ModelSpec parse_model(const YamlNode& n) {
   if (n.has("preset") && n.has("hf_config")) n.at("hf_config").fail("give either preset or hf_config, not both");
   if (!n.has("preset") && !n.has("hf_config")) return parse_model_mapping(n, "inline-model");
 
-  ModelSpec m = n.has("preset") ? preset_named(n.at("preset"))
-                                : load_hf_config(resolve_relative(n.at("hf_config").location().file,
-                                                                  n.at("hf_config").as_string()));
+  std::string hf_path;
+  if (n.has("hf_config")) {
+    hf_path = resolve_relative(n.at("hf_config").location().file, n.at("hf_config").as_string());
+    inputs.push_back(hf_path);
+  }
+  ModelSpec m = n.has("preset") ? preset_named(n.at("preset")) : load_hf_config(hf_path);
   // Inline keys next to a preset or HF config adjust it (what-if: `--set model.layers=64`).
   bool adjusted = false;
   for (const auto& key : kInlineModelKeys) {
@@ -214,7 +217,8 @@ Scenario parse_scenario(const YamlNode& root) {
   sc.file = root.source() ? root.source()->file : "";
   if (auto n = root.get("name")) sc.name = n->as_string();
   sc.cluster = parse_cluster(root.at("cluster"));
-  sc.model = parse_model(root.at("model"));
+  if (!sc.file.empty() && sc.file.rfind("<", 0) != 0) sc.input_files.push_back(sc.file);
+  sc.model = parse_model(root.at("model"), sc.input_files);
   YamlNode training = root.at("training");
   sc.training = parse_training(training, sc.cluster.instance.gpu);
   sc.strategy = parse_strategy(root.at("strategy"), sc.cluster, sc.warnings);
@@ -225,6 +229,7 @@ Scenario parse_scenario(const YamlNode& root) {
     std::string path = resolve_relative(c->location().file, c->as_string());
     if (!std::filesystem::exists(path)) c->fail(fmt::format("calibration file '{}' does not exist", path));
     sc.calibration = load_calibration(path);
+    sc.input_files.push_back(path);
   }
 
   // Cross-field checks, reported at the key the user has to change.
@@ -246,24 +251,26 @@ Scenario parse_scenario(const YamlNode& root) {
   return sc;
 }
 
-Scenario parse_with_overrides(YAML::Node tree, std::shared_ptr<YamlSource> src, const std::vector<std::string>& overrides) {
+Scenario parse_with_overrides(YAML::Node tree, std::shared_ptr<YamlSource> src, const std::vector<Override>& overrides) {
   apply_overrides(tree, overrides, *src);
   return parse_scenario(YamlNode(tree, "", src));
 }
 
 }  // namespace
 
-Scenario parse_scenario_text(const std::string& yaml, const std::string& shown_name,
-                             const std::vector<std::string>& overrides) {
+Scenario parse_scenario_text(const std::string& yaml, const std::string& shown_name, const std::vector<std::string>& sets,
+                             const std::vector<Override>& more) {
   YamlNode doc = YamlNode::load_string(yaml, shown_name);
   auto src = std::make_shared<YamlSource>(*doc.source());
   YAML::Node tree = doc.raw();
   if (tree.IsNull()) tree = YAML::Node(YAML::NodeType::Map);
-  return parse_with_overrides(tree, src, overrides);
+  std::vector<Override> all(sets.begin(), sets.end());
+  all.insert(all.end(), more.begin(), more.end());
+  return parse_with_overrides(tree, src, all);
 }
 
-Scenario load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
-  return parse_scenario_text(read_whole_file(path), path, overrides);
+Scenario load_scenario(const std::string& path, const std::vector<std::string>& sets, const std::vector<Override>& more) {
+  return parse_scenario_text(read_whole_file(path), path, sets, more);
 }
 
 }  // namespace micsim

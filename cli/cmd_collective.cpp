@@ -8,7 +8,8 @@
 
 #include "models/calibration/calibration.hpp"
 #include "models/hardware/catalog.hpp"
-#include "sim/cli/commands.hpp"
+#include "cli/commands.hpp"
+#include "models/io/json_text.hpp"
 #include "sim/des/des_engine.hpp"
 #include "validation/nccl_tests.hpp"
 
@@ -89,6 +90,9 @@ Runner add_collective(CLI::App& app) {
     }
     if (o->engine != "analytic" && o->engine != "simgrid")
       throw InputError({"--engine " + o->engine, 0, 0}, "engine", "expected analytic or simgrid");
+    OutputPlan outputs;
+    outputs.input(o->calibration);
+    outputs.output("--json", o->json);
     NetworkParams net = NetworkParams::from_instance(inst);
     if (!o->calibration.empty()) load_calibration(o->calibration).apply(net);
     CollectiveModel model(net);
@@ -130,9 +134,9 @@ Runner add_collective(CLI::App& app) {
     if (!o->json.empty()) {
       nlohmann::json j = {{"instance", inst.name}, {"nodes", o->nodes}, {"gpus_per_node", g}, {"op", o->op},
                           {"engine", o->engine}, {"network_source", net.source}, {"rows", rows}};
-      write_output(o->json, j.dump(2) + "\n");
+      write_output_file(o->json, json_text(j));
     }
-    if (o->json != "-") std::cout << text;
+    if (o->json != "-") write_stdout(text);
     return 0;
   };
 }

@@ -8,7 +8,8 @@
 #include <cmath>
 #include <map>
 
-#include "sim/cli/commands.hpp"
+#include "cli/commands.hpp"
+#include "models/io/json_text.hpp"
 #include "sim/report/report.hpp"
 #include "validation/collective_validation.hpp"
 #include "validation/training_validation.hpp"
@@ -31,6 +32,10 @@ Runner add_validate(CLI::App& app) {
   cmd->add_flag("--quiet,-q", o->quiet, "Print the summary only");
   return [o]() -> int {
     if (!o->instance.empty()) lookup_instance("--instance", o->instance);
+    OutputPlan outputs;
+    outputs.input(o->calibration);
+    for (const auto& d : o->datasets) outputs.input(d);
+    outputs.output("--json", o->json);
     std::optional<Calibration> cal;
     if (!o->calibration.empty()) cal = load_calibration(o->calibration);
     // Training-result datasets (MosaicML, training-results.csv) are compared row by row on their metric.
@@ -80,8 +85,8 @@ Runner add_validate(CLI::App& app) {
                                  {"file", c.row.file}, {"line", c.row.line}});
     }
     if (nccl_sets.empty()) {
-      if (!o->json.empty()) write_output(o->json, nlohmann::json{{"training_rows", training_json}}.dump(2) + "\n");
-      if (o->json != "-") std::cout << training_text;
+      if (!o->json.empty()) write_output_file(o->json, json_text(nlohmann::json{{"training_rows", training_json}}));
+      if (o->json != "-") write_stdout(training_text);
       return 0;
     }
     std::vector<CollectiveComparison> all;
@@ -141,9 +146,9 @@ Runner add_validate(CLI::App& app) {
                         {"file", c.row.file}, {"line", c.row.line}});
       nlohmann::json j = {{"rows", rows}, {"sources", jsum}, {"training_rows", training_json},
                           {"overall", {{"rows", sa.count}, {"median_abs_error", sa.median_abs}, {"p90_abs_error", sa.p90_abs}}}};
-      write_output(o->json, j.dump(2) + "\n");
+      write_output_file(o->json, json_text(j));
     }
-    if (o->json != "-") std::cout << training_text << text;
+    if (o->json != "-") write_stdout(training_text + text);
     return 0;
   };
 }

@@ -4,6 +4,8 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 
+#include "models/io/output_file.hpp"
+
 namespace micsim {
 struct InstanceSpec;
 }
@@ -21,8 +23,5 @@ Runner add_shapes(CLI::App& app);
 // Shared option parsing.
 double parse_size(const std::string& flag, const std::string& s);  // 8, 64K, 1M, 8G
 const InstanceSpec& lookup_instance(const std::string& flag, const std::string& name);
-
-// Shared: write `text` to `path` atomically ("-" = stdout).
-void write_output(const std::string& path, const std::string& text);
 
 }  // namespace micsim::cli

@@ -4,7 +4,8 @@
 
 #include <iostream>
 
-#include "sim/cli/commands.hpp"
+#include "cli/commands.hpp"
+#include "models/io/json_text.hpp"
 #include "sim/simulation.hpp"
 #include "validation/gemm.hpp"
 
@@ -22,11 +23,14 @@ Runner add_shapes(CLI::App& app) {
   cmd->add_option("--out", o->out, "Write the CSV to FILE (default: stdout)");
   return [o]() -> int {
     Scenario sc = load_scenario(o->scenario, o->sets);
+    OutputPlan outputs;
+    for (const auto& f : sc.input_files) outputs.input(f);
+    outputs.output("--out", o->out);
     PreparedSimulation p = prepare_simulation(sc);
     std::string csv = "name,m,n,k,batch,count\n";
     for (const auto& g : workload_gemms(p.workload))
       csv += fmt::format("{},{},{},{},{},{}\n", g.name, g.shape.m, g.shape.n, g.shape.k, g.shape.batch, g.count);
-    write_output(o->out, csv);
+    write_output_file(o->out, csv);
     return 0;
   };
 }

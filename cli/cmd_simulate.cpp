@@ -4,8 +4,10 @@
 #include <iostream>
 #include <memory>
 
-#include "models/io/atomic_file.hpp"
-#include "sim/cli/commands.hpp"
+#include "models/io/input_file.hpp"
+#include "models/io/output_file.hpp"
+#include "cli/commands.hpp"
+#include "models/io/json_text.hpp"
 #include "planner/handoff.hpp"
 #include "sim/des/simulate_simgrid.hpp"
 #include "sim/report/report.hpp"
@@ -14,7 +16,6 @@
 
 namespace micsim::cli {
 
-void write_output(const std::string& path, const std::string& text) { write_file_atomically(path, text); }
 
 Runner add_simulate(CLI::App& app) {
   struct Opts {
@@ -37,15 +38,20 @@ Runner add_simulate(CLI::App& app) {
     Scenario sc = load_scenario(o->scenario, o->sets);
     if (!o->deepspeed.empty()) {
       auto ds = read_deepspeed_config(o->deepspeed, sc.world_size());
-      std::vector<std::string> sets = o->sets;
-      sets.insert(sets.end(), ds.overrides.begin(), ds.overrides.end());
-      sc = load_scenario(o->scenario, sets);
+      sc = load_scenario(o->scenario, o->sets, ds.overrides);
       if (!ds.ignored.empty()) {
         std::string keys;
         for (const auto& k : ds.ignored) keys += (keys.empty() ? "" : ", ") + k;
         std::cerr << "micsim: warning: " << o->deepspeed << ": keys micsim does not model: " << keys << "\n";
       }
     }
+    // Every output is checked before the work starts: nothing is simulated for a run that cannot
+    // write its results, and no output may overwrite an input.
+    OutputPlan outputs;
+    for (const auto& f : sc.input_files) outputs.input(f);
+    outputs.input(o->deepspeed);
+    outputs.output("--json", o->json);
+    outputs.output("--trace", o->trace);
     for (const auto& w : sc.warnings) std::cerr << "micsim: warning: " << w << "\n";
     EngineKind engine = sc.engine;
     if (!o->engine.empty()) engine = o->engine == "analytic" ? EngineKind::Analytic : EngineKind::SimGrid;
@@ -69,9 +75,9 @@ Runner add_simulate(CLI::App& app) {
                                       sc.cluster.nodes, details.flows, details.wall_s, details.peak_rss_kib / 1024,
                                       details.critical_node));
     }
-    if (!o->trace.empty()) write_output(o->trace, trace);
-    if (!o->json.empty()) write_output(o->json, to_json(r).dump(2) + "\n");
-    if (!o->quiet && o->json != "-") std::cout << format_summary(r);
+    if (!o->trace.empty()) write_output_file(o->trace, trace);
+    if (!o->json.empty()) write_output_file(o->json, json_text(to_json(r)));
+    if (!o->quiet && o->json != "-" && o->trace != "-") write_stdout(format_summary(r));
     return 0;
   };
 }

@@ -7,7 +7,8 @@
 #include <iostream>
 
 #include "models/hardware/catalog.hpp"
-#include "sim/cli/commands.hpp"
+#include "cli/commands.hpp"
+#include "models/io/json_text.hpp"
 #include "sim/report/report.hpp"
 #include "validation/collective_validation.hpp"
 #include "validation/gemm.hpp"
@@ -37,6 +38,13 @@ Runner add_calibrate(CLI::App& app) {
     const InstanceSpec& inst = lookup_instance("--instance", o->instance);
     if (o->nccl_tests.empty() && o->gemm.empty())
       throw InputError({"micsim calibrate", 0, 0}, "", "give --nccl-tests FILE... and/or --gemm FILE...");
+    OutputPlan outputs;
+    outputs.input(o->base);
+    for (const auto& f : o->gemm) outputs.input(f);
+    for (const auto& f : o->nccl_tests) outputs.input(f);
+    outputs.output("--out", o->out);
+    // The fit's table goes to stdout, or to stderr when the calibration itself is written there.
+    std::ostream& log = o->out == "-" ? std::cerr : std::cout;
     Calibration c;
     if (!o->base.empty()) c = load_calibration(o->base);
     std::vector<std::string> sources;
@@ -48,19 +56,19 @@ Runner add_calibrate(CLI::App& app) {
       }
       GemmFit gf = fit_gemm(inst.gpu, rows);
       if (gf.rows.empty()) throw InputError({o->gemm.front(), 0, 0}, "dtype", "no rows in a precision " + inst.gpu.name + " supports");
-      std::cout << fmt::format("calibrating compute of {} on {} GEMMs ({} iterations)\n\n", inst.gpu.name, gf.rows.size(), gf.iterations);
-      std::cout << fmt::format("{:>9}{:>9}{:>9}{:>6}{:>6}{:>12}{:>10}{:>13}{:>13}  {}\n", "m", "n", "k", "batch", "dtype",
+      log << fmt::format("calibrating compute of {} on {} GEMMs ({} iterations)\n\n", inst.gpu.name, gf.rows.size(), gf.iterations);
+      log << fmt::format("{:>9}{:>9}{:>9}{:>6}{:>6}{:>12}{:>10}{:>13}{:>13}  {}\n", "m", "n", "k", "batch", "dtype",
                                "measured", "TFLOPS", "error before", "error after", "file:line");
       for (size_t i = 0; i < gf.rows.size(); ++i) {
         const auto& r = gf.rows[i];
-        std::cout << fmt::format("{:>9}{:>9}{:>9}{:>6}{:>6}{:>12}{:>10.1f}{:>12.1f}%{:>12.1f}%  {}:{}\n", r.shape.m, r.shape.n, r.shape.k,
+        log << fmt::format("{:>9}{:>9}{:>9}{:>6}{:>6}{:>12}{:>10.1f}{:>12.1f}%{:>12.1f}%  {}:{}\n", r.shape.m, r.shape.n, r.shape.k,
                                  r.shape.batch, to_string(r.dtype), human_seconds(r.time_s), r.shape.flops() / r.time_s / 1e12,
                                  100 * gf.before[i], 100 * gf.after[i], r.file, r.line);
       }
       auto sb = summarize_errors(gf.before), sa = summarize_errors(gf.after);
-      std::cout << fmt::format("median |error| {:.1f}% -> {:.1f}%, p90 {:.1f}% -> {:.1f}%\n", 100 * sb.median_abs,
+      log << fmt::format("median |error| {:.1f}% -> {:.1f}%, p90 {:.1f}% -> {:.1f}%\n", 100 * sb.median_abs,
                                100 * sa.median_abs, 100 * sb.p90_abs, 100 * sa.p90_abs);
-      std::cout << fmt::format("gemm_efficiency {:.3f}, gemm_dim_half {:.1f}, gemm_overhead_us {:.2f}\n\n", *gf.calibration.gemm_efficiency,
+      log << fmt::format("gemm_efficiency {:.3f}, gemm_dim_half {:.1f}, gemm_overhead_us {:.2f}\n\n", *gf.calibration.gemm_efficiency,
                                *gf.calibration.gemm_dim_half, *gf.calibration.gemm_overhead_s * 1e6);
       c.gemm_efficiency = gf.calibration.gemm_efficiency;
       c.gemm_dim_half = gf.calibration.gemm_dim_half;
@@ -70,8 +78,8 @@ Runner add_calibrate(CLI::App& app) {
     if (o->nccl_tests.empty()) {
       c.instance = inst.name;
       c.source = join_choices(sources);
-      write_output(o->out, c.to_yaml());
-      std::cout << "wrote " << o->out << "\n";
+      write_output_file(o->out, c.to_yaml());
+      if (o->out != "-") log << "wrote " << o->out << "\n";
       return 0;
     }
     std::vector<NcclTestRow> rows;
@@ -96,18 +104,18 @@ Runner add_calibrate(CLI::App& app) {
                        "no rows to fit for " + inst.name +
                            ": need single-node rows, all_gather/reduce_scatter rows, or all_reduce rows of 4+ nodes "
                            "(--include-two-node-allreduce adds 2-node all_reduce rows)");
-    std::cout << fmt::format("calibrating {} on {} rows ({} iterations); fitted: {}\n\n", inst.name, fit.rows.size(),
+    log << fmt::format("calibrating {} on {} rows ({} iterations); fitted: {}\n\n", inst.name, fit.rows.size(),
                              fit.iterations, join_choices(fit.fitted));
-    std::cout << fmt::format("{:<15}{:>6}{:>6}{:>13}{:>13}{:>13}{:>13}  {}\n", "op", "ranks", "nodes", "bytes",
+    log << fmt::format("{:<15}{:>6}{:>6}{:>13}{:>13}{:>13}{:>13}  {}\n", "op", "ranks", "nodes", "bytes",
                              "measured", "error before", "error after", "file:line");
     for (size_t i = 0; i < fit.rows.size(); ++i) {
       const auto& r = fit.rows[i];
-      std::cout << fmt::format("{:<15}{:>6}{:>6}{:>13.0f}{:>13}{:>12.1f}%{:>12.1f}%  {}:{}\n", r.op_name, r.ranks, r.nodes,
+      log << fmt::format("{:<15}{:>6}{:>6}{:>13.0f}{:>13}{:>12.1f}%{:>12.1f}%  {}:{}\n", r.op_name, r.ranks, r.nodes,
                                r.bytes, human_seconds(*r.time_or_derived()), 100 * fit.before[i], 100 * fit.after[i],
                                r.file, r.line);
     }
     auto sb = summarize_errors(fit.before), sa = summarize_errors(fit.after);
-    std::cout << fmt::format("\nmedian |error| {:.1f}% -> {:.1f}%, p90 {:.1f}% -> {:.1f}%\n", 100 * sb.median_abs,
+    log << fmt::format("\nmedian |error| {:.1f}% -> {:.1f}%, p90 {:.1f}% -> {:.1f}%\n", 100 * sb.median_abs,
                              100 * sa.median_abs, 100 * sb.p90_abs, 100 * sa.p90_abs);
     const Calibration& f = fit.calibration;
     using Field = std::optional<double> Calibration::*;
@@ -119,8 +127,8 @@ Runner add_calibrate(CLI::App& app) {
     c.instance = inst.name;
     sources.push_back(fmt::format("{} nccl-tests rows from {}", fit.rows.size(), join_choices(o->nccl_tests)));
     c.source = "micsim calibrate on " + join_choices(sources);
-    write_output(o->out, c.to_yaml());
-    std::cout << "wrote " << o->out << "\n";
+    write_output_file(o->out, c.to_yaml());
+    if (o->out != "-") log << "wrote " << o->out << "\n";
     return 0;
   };
 }

@@ -7,7 +7,10 @@
 #include <map>
 
 #include "models/io/input_error.hpp"
-#include "sim/cli/commands.hpp"
+#include "cli/commands.hpp"
+#include "models/io/input_file.hpp"
+#include "models/io/yaml_node.hpp"
+#include "models/io/output_file.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"micsim: simulate and plan sharded data-parallel training (MiCS, ZeRO, FSDP/HSDP, DDP) on GPU clusters"};
@@ -21,6 +24,22 @@ int main(int argc, char** argv) {
   runners["plan"] = micsim::cli::add_plan(app);
   runners["sweep"] = micsim::cli::add_sweep(app);
   runners["shapes"] = micsim::cli::add_shapes(app);
+  micsim::install_output_cleanup();
+  // Arguments become names in reports and JSON: they must be text.
+  for (int i = 1; i < argc; ++i)
+    if (!micsim::is_utf8(argv[i])) {
+      std::cerr << "micsim: error: argument " << i << " is not UTF-8 text\n";
+      return 2;
+    }
+  // A mistyped command gets a suggestion instead of CLI11's "A subcommand is required".
+  if (argc > 1 && argv[1][0] != '-' && !runners.count(argv[1])) {
+    std::vector<std::string> names;
+    for (const auto& [n, r] : runners) names.push_back(n);
+    std::string hint = micsim::closest_match(argv[1], names);
+    std::cerr << "micsim: error: unknown command '" << micsim::shorten_for_message(argv[1]) << "'"
+              << (hint.empty() ? "" : " (did you mean '" + hint + "'?)") << "; commands: " << micsim::join_choices(names) << "\n";
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -28,7 +47,10 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : 2;
   }
   try {
-    for (const auto* sub : app.get_subcommands()) return runners.at(sub->get_name())();
+    int rc = 0;
+    for (const auto* sub : app.get_subcommands()) rc = runners.at(sub->get_name())();
+    micsim::finish_stdout();  // a full disk or closed pipe must not pass for success
+    return rc;
   } catch (const micsim::InputError& e) {
     std::cerr << "micsim: error: " << e.what() << "\n";
     return 2;
@@ -36,5 +58,4 @@ int main(int argc, char** argv) {
     std::cerr << "micsim: internal error: " << e.what() << "\n";
     return 1;
   }
-  return 0;
 }

@@ -4,7 +4,8 @@
 #include <iostream>
 
 #include "planner/sweep.hpp"
-#include "sim/cli/commands.hpp"
+#include "cli/commands.hpp"
+#include "models/io/json_text.hpp"
 
 namespace micsim::cli {
 
@@ -31,17 +32,29 @@ Runner add_sweep(CLI::App& app) {
     if (o->weak && o->strong) throw InputError({"--weak --strong", 0, 0}, "", "choose weak or strong scaling, not both");
     SweepSpec spec;
     for (const auto& v : o->vary) spec.vary.push_back(parse_vary(v));
+    // The number of combinations, checked before anything is allocated (and before it can overflow).
+    constexpr size_t kMaxCombinations = 1000000;
     size_t combos = 1;
-    for (const auto& [k, v] : spec.vary) combos *= v.size();
-    if (combos > 1000000) throw InputError({"--vary", 0, 0}, "", fmt::format("{} combinations: at most 1,000,000", combos));
+    for (const auto& [k, v] : spec.vary) {
+      if (v.size() > kMaxCombinations / combos)
+        throw InputError({"--vary", 0, 0}, "", fmt::format("more than {} combinations of the --vary values; the limit is {} (vary fewer keys or values)", kMaxCombinations, kMaxCombinations));
+      combos *= v.size();
+    }
     spec.mode = o->weak ? ScalingMode::Weak : o->strong ? ScalingMode::Strong : ScalingMode::AsGiven;
     spec.engine = o->engine == "simgrid" ? EngineKind::SimGrid : EngineKind::Analytic;
     spec.threads = o->threads;
+    {
+      OutputPlan outputs;
+      outputs.input(o->scenario);
+      for (const auto& f : load_scenario(o->scenario, o->sets).input_files) outputs.input(f);
+      outputs.output("--csv", o->csv);
+      outputs.output("--json", o->json);
+    }
     SweepResult r = run_sweep(o->scenario, o->sets, spec);
     std::cerr << fmt::format("micsim sweep: {} configurations in {:.2f} s\n", r.rows.size(), r.wall_s);
-    if (!o->csv.empty()) write_output(o->csv, sweep_csv(r));
-    if (!o->json.empty()) write_output(o->json, sweep_json(r).dump(2) + "\n");
-    if (!o->quiet && o->json != "-") std::cout << format_sweep(r);
+    if (!o->csv.empty()) write_output_file(o->csv, sweep_csv(r));
+    if (!o->json.empty()) write_output_file(o->json, json_text(sweep_json(r)));
+    if (!o->quiet && o->json != "-" && o->csv != "-") write_stdout(format_sweep(r));
     return 0;
   };
 }

@@ -5,10 +5,11 @@
 #include <iostream>
 #include <sstream>
 
-#include "models/io/atomic_file.hpp"
+#include "models/io/input_file.hpp"
 #include "planner/handoff.hpp"
 #include "planner/plan.hpp"
-#include "sim/cli/commands.hpp"
+#include "cli/commands.hpp"
+#include "models/io/json_text.hpp"
 #include "sim/report/report.hpp"
 
 namespace micsim::cli {
@@ -102,13 +103,27 @@ Runner add_plan(CLI::App& app) {
       throw InputError({"--stop-after", 0, 0}, "", "--stop-after needs --checkpoint FILE (to resume from)");
     std::vector<std::string> base = o->sets;
     std::optional<SimulationResult> baseline;
-    if (!o->deepspeed.empty()) {
+    std::vector<std::string> inputs = {o->scenario, o->deepspeed};
+    {
       Scenario sc0 = parse_scenario_text(text, o->scenario, base);
-      auto ds = read_deepspeed_config(o->deepspeed, sc0.world_size());
-      base.insert(base.end(), ds.overrides.begin(), ds.overrides.end());
-      Scenario scd = parse_scenario_text(text, o->scenario, base);
-      baseline = simulate_analytic(prepare_simulation(scd));
+      inputs.insert(inputs.end(), sc0.input_files.begin(), sc0.input_files.end());
+      if (!o->deepspeed.empty()) {
+        auto ds = read_deepspeed_config(o->deepspeed, sc0.world_size());
+        // Validated here with each value's ds_config line as its origin; the search then takes them as overrides.
+        Scenario scd = parse_scenario_text(text, o->scenario, base, ds.overrides);
+        for (const auto& ov : ds.overrides) base.push_back(ov.assignment);
+        baseline = simulate_analytic(prepare_simulation(scd));
+      }
     }
+    // Every output is checked before the search starts.
+    OutputPlan outputs;
+    for (const auto& f : inputs) outputs.input(f);
+    outputs.output("--csv", o->csv);
+    outputs.output("--json", o->json);
+    outputs.output("--deepspeed-out", o->ds_out);
+    outputs.output("--fsdp-out", o->fsdp_out);
+    outputs.read_write("--checkpoint", o->checkpoint);
+    if (o->checkpoint == "-") throw InputError({"--checkpoint -", 0, 0}, "", "a checkpoint must be a file");
     PlanResult r;
     try {
       r = run_plan(o->scenario, base, spec);
@@ -127,19 +142,20 @@ Runner add_plan(CLI::App& app) {
                               o->deepspeed, human_seconds(baseline->iteration_time_s), baseline->samples_per_s,
                               baseline->memory.fits ? "" : " (DOES NOT FIT in GPU memory)", w.samples_per_s / baseline->samples_per_s);
     }
-    if (!o->csv.empty()) write_output(o->csv, plan_csv(r));
-    if (!o->ds_out.empty() && !r.deepspeed.is_null()) write_output(o->ds_out, r.deepspeed.dump(2) + "\n");
-    if (!o->fsdp_out.empty() && !r.fsdp.is_null()) write_output(o->fsdp_out, r.fsdp.dump(2) + "\n");
+    if (!o->csv.empty()) write_output_file(o->csv, plan_csv(r));
+    if (!o->ds_out.empty() && !r.deepspeed.is_null()) write_output_file(o->ds_out, json_text(r.deepspeed));
+    if (!o->fsdp_out.empty() && !r.fsdp.is_null()) write_output_file(o->fsdp_out, json_text(r.fsdp));
     if (!o->json.empty()) {
       auto j = plan_json(r);
       if (baseline) j["baseline"] = to_json(*baseline);
-      write_output(o->json, j.dump(2) + "\n");
+      write_output_file(o->json, json_text(j));
     }
-    if (!o->quiet && o->json != "-") std::cout << text_out;
+    const bool stdout_taken = o->json == "-" || o->csv == "-" || o->ds_out == "-" || o->fsdp_out == "-";
+    if (!o->quiet && !stdout_taken) write_stdout(text_out);
     if (r.ranking.empty()) {
-      // The text report already carries the explanation; say it on stderr when that is not shown.
-      if (o->quiet || o->json == "-") std::cerr << "micsim plan: " << r.explanation;
-      return 0;
+      // Exit 4: the search ran, but no configuration fits (the explanation names the nearest miss).
+      if (o->quiet || stdout_taken) std::cerr << "micsim plan: " << r.explanation;
+      return 4;
     }
     return 0;
   };
