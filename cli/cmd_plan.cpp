@@ -67,7 +67,7 @@ Runner add_plan(CLI::App& app) {
   cmd->add_option("--csv", o->csv, "Write the ranking as CSV to FILE");
   cmd->add_option("--json", o->json, "Write the plan as JSON to FILE ('-' = stdout)");
   cmd->add_option("--checkpoint", o->checkpoint, "Save progress to FILE; a killed plan run again with it resumes where it stopped");
-  cmd->add_option("--stop-after", o->stop_after, "Evaluate at most N new candidates, then stop (resumable with --checkpoint)")
+  cmd->add_option("--stop-after", o->stop_after, "Run at most N new SimGrid refinements, then stop with exit 3 (resumable with --checkpoint)")
       ->check(CLI::Range(int64_t(1), int64_t(1) << 40))
       ->group("");
   cmd->add_flag("--quiet,-q", o->quiet, "Do not print the plan");

@@ -15,7 +15,7 @@
 int main(int argc, char** argv) {
   CLI::App app{"micsim: simulate and plan sharded data-parallel training (MiCS, ZeRO, FSDP/HSDP, DDP) on GPU clusters"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "micsim 0.1.0");
+  app.set_version_flag("--version", std::string("micsim ") + MICSIM_VERSION);
   std::map<std::string, micsim::cli::Runner> runners;
   runners["simulate"] = micsim::cli::add_simulate(app);
   runners["collective"] = micsim::cli::add_collective(app);

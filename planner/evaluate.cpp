@@ -66,7 +66,8 @@ std::vector<Evaluation> evaluate_variants(const std::string& base_yaml, const st
   return out;
 }
 
-void refine_with_simgrid(const std::vector<Evaluation*>& evals, int parallel, const std::string& progress_label) {
+void refine_with_simgrid(const std::vector<Evaluation*>& evals, int parallel, const std::string& progress_label,
+                         const std::function<void(size_t)>& on_refined) {
   std::vector<PreparedSimulation> prepared;
   prepared.reserve(evals.size());
   for (auto* e : evals) prepared.push_back(prepare_simulation(*e->scenario));
@@ -74,15 +75,14 @@ void refine_with_simgrid(const std::vector<Evaluation*>& evals, int parallel, co
   for (const auto& p : prepared) ptrs.push_back(&p);
   std::optional<Progress> progress;
   if (!progress_label.empty()) progress.emplace(progress_label, evals.size());
-  auto outcomes = des::run_isolated_many(ptrs, parallel, [&] {
+  des::run_isolated_many(ptrs, parallel, [&](size_t i, const des::DesOutcome& outcome) {
+    SimulationResult r = make_result(prepared[i], outcome.critical, "simgrid");
+    r.timeline.tasks.clear();
+    evals[i]->simgrid = std::move(r);
+    if (on_refined) on_refined(i);
     if (progress) progress->tick();
   });
   if (progress) progress->done();
-  for (size_t i = 0; i < evals.size(); ++i) {
-    SimulationResult r = make_result(prepared[i], outcomes[i].critical, "simgrid");
-    r.timeline.tasks.clear();
-    evals[i]->simgrid = std::move(r);
-  }
 }
 
 }  // namespace micsim

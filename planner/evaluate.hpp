@@ -3,6 +3,7 @@
 // validated exactly like user input (an invalid combination becomes a row with its reason), then
 // simulated with the analytic engine on every core; optionally re-simulated with the SimGrid engine.
 // Results come back in variant order, so output never depends on thread timing.
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,7 +38,9 @@ std::vector<Evaluation> evaluate_variants(const std::string& base_yaml, const st
                                           const std::vector<Variant>& variants, const EvaluateOptions& opt);
 
 // Re-simulates the given evaluations with the SimGrid engine (child processes, up to `parallel` at once).
-void refine_with_simgrid(const std::vector<Evaluation*>& evals, int parallel, const std::string& progress_label);
+// `on_refined(i)` runs as soon as evals[i] has its SimGrid result (to save it).
+void refine_with_simgrid(const std::vector<Evaluation*>& evals, int parallel, const std::string& progress_label,
+                         const std::function<void(size_t)>& on_refined = {});
 
 int default_threads();
 

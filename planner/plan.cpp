@@ -15,6 +15,7 @@
 #include "models/io/json_input.hpp"
 #include "models/io/json_text.hpp"
 #include "planner/handoff.hpp"
+#include "planner/plan_checkpoint.hpp"
 #include "planner/progress.hpp"
 #include "sim/report/report.hpp"
 
@@ -188,77 +189,16 @@ const CollectiveSummary* largest_collective(const SimulationResult& r) {
   return best;
 }
 
-// The plan's resume file: candidates evaluated so far (valid or not, with their analytic result) and
-// SimGrid refinements, keyed by a hash of the search (a different search never reuses it).
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
+// The key of a search: a checkpoint written for another search (or by another micsim) is not reused.
 std::string plan_key(const std::string& text, const std::vector<std::string>& overrides, const std::vector<Variant>& variants) {
-  std::string all = text;
+  std::string all = std::string("micsim ") + MICSIM_VERSION + "\x1d" + text;
   for (const auto& o : overrides) all += "\x1f" + o;
-  for (const auto& v : variants)
+  for (const auto& v : variants) {
+    all += "\x1d";
     for (const auto& o : v.overrides) all += "\x1e" + o;
-  return fmt::format("{:016x}", fnv1a(all));
+  }
+  return fmt::format("{:016x}", fnv1a64(all));
 }
-
-class Checkpoint {
- public:
-  Checkpoint(std::string path, std::string key) : path_(std::move(path)), key_(std::move(key)) {}
-
-  void load(const std::string& text, const std::string& file, const std::vector<Variant>& variants, std::vector<Evaluation>& evals,
-            std::vector<bool>& done) const {
-    if (path_.empty() || !std::filesystem::exists(path_)) return;
-    nlohmann::json j = parse_json_input(read_whole_file(path_), path_, "plan checkpoint");
-    if (!j.is_object() || !j.contains("key") || !j.at("key").is_string())
-      throw InputError({path_, 0, 0}, "", "not a micsim plan checkpoint (no \"key\"; written by another program?)");
-    if (j.at("key").get<std::string>() != key_) {
-      std::fprintf(stderr, "micsim plan: %s holds another search; starting afresh\n", path_.c_str());
-      return;
-    }
-    try {
-      for (const auto& e : j.at("evaluated")) {
-        size_t i = e.at("index");
-        if (i >= variants.size()) continue;
-        Evaluation& ev = evals[i];
-        ev.variant = variants[i];
-        ev.valid = e.at("valid");
-        ev.reason = e.at("reason");
-        ev.reason_key = e.at("reason_key");
-        if (ev.valid) {
-          ev.scenario = parse_scenario_text(text, file, variants[i].overrides);
-          ev.scenario->warnings.clear();
-          ev.analytic = result_from_json(e.at("analytic"));
-          if (e.contains("simgrid")) ev.simgrid = result_from_json(e.at("simgrid"));
-        }
-        done[i] = true;
-      }
-    } catch (const nlohmann::json::exception& err) {
-      throw InputError({path_, 0, 0}, "", std::string("checkpoint file is damaged: ") + err.what());
-    }
-  }
-
-  void save(const std::vector<Evaluation>& evals, const std::vector<bool>& done) const {
-    if (path_.empty()) return;
-    nlohmann::json j;
-    j["key"] = key_;
-    j["evaluated"] = nlohmann::json::array();
-    for (size_t i = 0; i < evals.size(); ++i) {
-      if (!done[i]) continue;
-      const Evaluation& e = evals[i];
-      nlohmann::json x = {{"index", i}, {"valid", e.valid}, {"reason", e.reason}, {"reason_key", e.reason_key}};
-      if (e.valid) x["analytic"] = to_json(e.analytic);
-      if (e.simgrid) x["simgrid"] = to_json(*e.simgrid);
-      j["evaluated"].push_back(std::move(x));
-    }
-    write_output_file(path_, j.dump() + "\n");
-  }
-
- private:
-  std::string path_, key_;
-};
 
 }  // namespace
 
@@ -320,43 +260,14 @@ PlanResult run_plan(const std::string& path, const std::vector<std::string>& bas
   res.candidates = variants.size() + res.pruned["more nodes than plan.max_nodes"];
   if (res.pruned["more nodes than plan.max_nodes"] == 0) res.pruned.erase("more nodes than plan.max_nodes");
 
-  // 2. Evaluate every candidate with the analytic engine (all cores), in chunks; with a checkpoint,
-  //    what a previous (killed) run evaluated is loaded, and progress is saved after every chunk.
+  // 2. Evaluate every candidate with the analytic engine (all cores). Results come back in candidate
+  //    order whatever the thread timing.
   auto t0 = std::chrono::steady_clock::now();
-  Checkpoint ck(spec.checkpoint, plan_key(text, base_overrides, variants));
-  res.evaluations.resize(variants.size());
-  std::vector<bool> done(variants.size(), false);
-  ck.load(text, path, variants, res.evaluations, done);
-  std::vector<size_t> todo;
-  for (size_t i = 0; i < variants.size(); ++i)
-    if (!done[i]) todo.push_back(i);
   EvaluateOptions eo;
   eo.threads = spec.threads;
   eo.simulate_non_fitting = false;
-  std::optional<Progress> progress;
-  if (spec.progress) progress.emplace("plan: analytic", todo.size());
-  const size_t chunk = spec.checkpoint.empty() ? todo.size() : 512;
-  size_t evaluated_now = 0;
-  for (size_t start = 0; start < todo.size(); start += chunk) {
-    size_t end = std::min(todo.size(), start + chunk);
-    if (spec.stop_after > 0) end = std::min(end, start + (spec.stop_after - evaluated_now));
-    std::vector<Variant> part;
-    for (size_t k = start; k < end; ++k) part.push_back(variants[todo[k]]);
-    auto evals = evaluate_variants(text, path, part, eo);
-    for (size_t k = start; k < end; ++k) {
-      res.evaluations[todo[k]] = std::move(evals[k - start]);
-      done[todo[k]] = true;
-    }
-    evaluated_now += end - start;
-    if (progress) progress->tick(end - start);
-    ck.save(res.evaluations, done);
-    if (spec.stop_after > 0 && evaluated_now >= spec.stop_after && end < todo.size()) {
-      if (progress) progress->done();
-      throw PlanStopped(fmt::format("stopped after {} new candidate(s) ({} of {} evaluated); run again with --checkpoint {} to resume",
-                                    evaluated_now, std::count(done.begin(), done.end(), true), variants.size(), spec.checkpoint));
-    }
-  }
-  if (progress) progress->done();
+  if (spec.progress) eo.progress_label = "plan: analytic";
+  res.evaluations = evaluate_variants(text, path, variants, eo);
   res.analytic_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   res.evaluated = res.evaluations.size();
 
@@ -393,8 +304,7 @@ PlanResult run_plan(const std::string& path, const std::vector<std::string>& bas
     row.price_usd_per_hour = price.value_or(0);
     res.ranking.push_back(row);
   }
-  auto score = [&](PlanRow& row) {
-    const SimulationResult& r = row.eval->best();
+  auto score = [&](PlanRow& row, const SimulationResult& r) {
     row.tokens_per_s = r.tokens_per_s;
     row.hours_for_target = spec.target_tokens > 0 ? spec.target_tokens / r.tokens_per_s / 3600.0 : 0;
     row.usd_for_target = row.hours_for_target * row.price_usd_per_hour;
@@ -405,21 +315,46 @@ PlanResult run_plan(const std::string& path, const std::vector<std::string>& bas
   auto by_objective = [](const PlanRow& a, const PlanRow& b) {
     return a.objective != b.objective ? a.objective < b.objective : a.index < b.index;
   };
-  for (auto& row : res.ranking) score(row);
+  // The top K are chosen by the analytic engine alone: a pure function of the inputs, whatever a
+  // checkpoint already holds.
+  for (auto& row : res.ranking) score(row, row.eval->analytic);
   std::sort(res.ranking.begin(), res.ranking.end(), by_objective);
 
-  // 4. Re-simulate the top K with the SimGrid engine, then rank those by what it says.
+  // 4. Re-simulate the top K with the SimGrid engine (refinements saved by an earlier run of the same
+  //    search are taken from the checkpoint), then rank those K by what it says.
   const size_t k = std::min<size_t>(spec.refine, res.ranking.size());
   if (k > 0) {
     auto t1 = std::chrono::steady_clock::now();
-    std::vector<Evaluation*> top;
-    for (size_t i = 0; i < k; ++i)
-      if (!res.evaluations[res.ranking[i].index].simgrid) top.push_back(&res.evaluations[res.ranking[i].index]);
-    refine_with_simgrid(top, spec.threads > 0 ? spec.threads : default_threads(), spec.progress ? "plan: simgrid" : "");
-    ck.save(res.evaluations, done);
+    PlanCheckpoint ck(spec.checkpoint, plan_key(text, base_overrides, variants));
+    auto saved = ck.load(variants.size());
+    std::vector<Evaluation*> todo;
+    std::vector<size_t> todo_index;
+    for (size_t i = 0; i < k; ++i) {
+      const size_t idx = res.ranking[i].index;
+      Evaluation& e = res.evaluations[idx];
+      auto it = saved.find(idx);
+      if (it != saved.end()) {
+        // A saved refinement must be of this candidate (same cluster shape and groups).
+        if (it->second.world_size != e.analytic.world_size || it->second.partition_size != e.analytic.partition_size ||
+            it->second.global_batch != e.analytic.global_batch)
+          throw InputError({spec.checkpoint, 0, 0}, "", fmt::format("the record of candidate {} does not match it; delete the file to start afresh", idx));
+        e.simgrid = it->second;
+      } else {
+        todo.push_back(&e);
+        todo_index.push_back(idx);
+      }
+    }
+    const bool stopping = spec.stop_after > 0 && todo.size() > spec.stop_after;
+    if (stopping) todo.resize(spec.stop_after), todo_index.resize(spec.stop_after);
+    refine_with_simgrid(todo, spec.threads > 0 ? spec.threads : default_threads(), spec.progress ? "plan: simgrid" : "",
+                        [&](size_t i) { ck.append(todo_index[i], *todo[i]->simgrid); });
+    if (stopping)
+      throw PlanStopped(fmt::format("stopped after {} new SimGrid refinement(s) ({} of the top {} done); run again with --checkpoint {} "
+                                    "to resume",
+                                    todo.size(), saved.size() + todo.size(), k, spec.checkpoint));
     for (size_t i = 0; i < k; ++i) {
       res.ranking[i].refined = true;
-      score(res.ranking[i]);
+      score(res.ranking[i], *res.ranking[i].eval->simgrid);
     }
     std::sort(res.ranking.begin(), res.ranking.begin() + long(k), by_objective);
     res.simgrid_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();

@@ -149,31 +149,44 @@ strategy: {kind: mics, partition_size: 8}
   CHECK(run_cli("sweep " + path + " --vary nodes").status == 2);
 }
 
-TEST_CASE("plan --checkpoint: a run stopped twice and resumed writes the same bytes as one uninterrupted run") {
+TEST_CASE("plan --checkpoint: stopped, killed mid-record and resumed, the output is the bytes of one uninterrupted run") {
   std::string path = temp_file("plan-resume.yaml", kBert);
   std::string ck = temp_file("plan-resume.ckpt", "");
   std::remove(ck.c_str());
-  std::string base = "plan " + path + " --nodes 2,4,8,16 --micro-batches 2,4,8 --refine 2 -q --threads 2 --json - ";
+  std::string base = "plan " + path + " --nodes 2,4,8,16 --micro-batches 2,4,8 --refine 3 -q --threads 2 --json - ";
   auto whole = run_cli_stdout(base);
   REQUIRE(whole.status == 0);
-  // Exit status 3 = stopped before the end, progress saved.
-  auto first = run_cli(base + "--checkpoint " + ck + " --stop-after 40");
+  // Exit status 3 = stopped before the end, refinements so far saved.
+  auto first = run_cli(base + "--checkpoint " + ck + " --stop-after 1");
   CHECK(first.status == 3);
   CHECK(first.output.find("to resume") != std::string::npos);
-  auto second = run_cli(base + "--checkpoint " + ck + " --stop-after 40");
+  auto second = run_cli(base + "--checkpoint " + ck + " --stop-after 1");
   CHECK(second.status == 3);
-  auto resumed = run_cli_stdout(base + "--checkpoint " + ck);
+  // A kill while writing leaves a record cut short: it is dropped (with a note) and redone.
+  std::string text = read_whole_file(ck);
+  temp_file("plan-resume.ckpt", text + text.substr(text.find('\n') + 1, 40));
+  auto resumed = run_cli(base + "--checkpoint " + ck);
   REQUIRE(resumed.status == 0);
-  CHECK(resumed.output == whole.output);
-  // A checkpoint from a different search is not mixed in: that search starts afresh and says so.
+  CHECK(resumed.output.find("dropped an incomplete last record") != std::string::npos);
+  CHECK(run_cli_stdout(base + "--checkpoint " + ck).output == whole.output);
+  // Re-runs on a completed checkpoint: the same bytes every time (the top K never depends on it).
+  for (int i = 0; i < 3; ++i) CHECK(run_cli_stdout(base + "--checkpoint " + ck).output == whole.output);
+  // One changed digit in a record: the checksum refuses it, at its line.
+  text = read_whole_file(ck);
+  size_t digit = text.find("\"iteration_time_s\":") + 20;
+  text[digit] = text[digit] == '1' ? '2' : '1';
+  temp_file("plan-resume.ckpt", text);
+  auto damaged = run_cli(base + "--checkpoint " + ck);
+  CHECK(damaged.status == 2);
+  CHECK(damaged.output.find("checksum") != std::string::npos);
+  // A file of another program is refused; a checkpoint of another search starts afresh and says so.
+  temp_file("plan-resume.ckpt", "{\"key\": \"x\", \"done\": [1, 2");
+  CHECK(run_cli(base + "--checkpoint " + ck).status == 2);
+  std::remove(ck.c_str());
+  run_cli(base + "--checkpoint " + ck);
   auto other = run_cli(base + "--checkpoint " + ck + " --set training.seq_len=256");
   CHECK(other.status == 0);
   CHECK(other.output.find("holds another search") != std::string::npos);
-  // A damaged checkpoint is a clear input error.
-  temp_file("plan-resume.ckpt", "{\"key\": \"x\", \"done\": [1, 2");
-  auto damaged = run_cli(base + "--checkpoint " + ck);
-  CHECK(damaged.status == 2);
-  CHECK(damaged.output.find("checkpoint") != std::string::npos);
   // --stop-after alone would lose the work: refused.
   CHECK(run_cli(base + "--stop-after 5").status == 2);
   std::remove(ck.c_str());

@@ -1,7 +1,11 @@
 // Runs the SimGrid engine in a forked child: SimGrid allows one engine per process, and a crash or an
-// abort inside it must not take the caller down. The child writes its outcome to a temporary file;
-// the parent reads it and the child's peak memory (wait4).
+// abort inside it must not take the caller down. The child writes its outcome to a temporary file
+// that is unlinked as soon as it is created (parent and child share the open file), so nothing is
+// left in /tmp whoever is killed; the parent reads it and the child's peak memory (wait4). The child
+// dies with its parent (PR_SET_PDEATHSIG): a killed `micsim plan` leaves no engine running.
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "models/io/output_file.hpp"
 #include "sim/des/des_engine.hpp"
 
 namespace micsim::des {
@@ -61,22 +66,34 @@ namespace {
 
 struct Child {
   pid_t pid = -1;
-  std::string path;
+  int fd = -1;  // the outcome file, already unlinked
 };
 
+std::string temp_dir() {
+  const char* t = std::getenv("TMPDIR");
+  return t && *t ? t : "/tmp";
+}
+
 Child start_child(const PreparedSimulation& p, const DesOptions& opt) {
-  char path[] = "/tmp/micsim-des-XXXXXX";
-  int fd = mkstemp(path);
-  if (fd < 0) throw std::runtime_error("simgrid engine: cannot create a temporary file");
+  std::string tmpl = temp_dir() + "/micsim-des-XXXXXX";
+  std::vector<char> path(tmpl.begin(), tmpl.end());
+  path.push_back('\0');
+  int fd = mkstemp(path.data());
+  if (fd < 0) throw std::runtime_error(std::string("simgrid engine: cannot create a temporary file: ") + strerror(errno));
+  unlink(path.data());  // anonymous from now on: no file is left behind, whatever happens
   fflush(stdout);
   fflush(stderr);
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     close(fd);
-    unlink(path);
     throw std::runtime_error("simgrid engine: fork failed");
   }
   if (pid == 0) {
+    // Die with the parent (if it is already gone, getppid() has changed: leave now).
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(5);
+    reset_output_cleanup_in_child();
     int rc = 0;
     try {
       DesOutcome out = run_simgrid(p, opt);
@@ -94,8 +111,7 @@ Child start_child(const PreparedSimulation& p, const DesOptions& opt) {
     }
     _exit(rc);
   }
-  close(fd);
-  return Child{pid, path};
+  return Child{pid, fd};
 }
 
 DesOutcome finish_child(const Child& c, int status, const struct rusage& ru) {
@@ -104,8 +120,8 @@ DesOutcome finish_child(const Child& c, int status, const struct rusage& ru) {
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
       throw std::runtime_error(WIFSIGNALED(status) ? std::string("simgrid engine: child killed by signal ") + strsignal(WTERMSIG(status))
                                                    : "simgrid engine: child failed");
-    FILE* f = fopen(c.path.c_str(), "rb");
-    if (!f) throw std::runtime_error("simgrid engine: result file missing");
+    FILE* f = fdopen(dup(c.fd), "rb");
+    if (!f || fseek(f, 0, SEEK_SET) != 0) throw std::runtime_error("simgrid engine: cannot read the result");
     Reader r{f};
     try {
       out.critical_node = r.val<int>();
@@ -120,10 +136,10 @@ DesOutcome finish_child(const Child& c, int status, const struct rusage& ru) {
     }
     fclose(f);
   } catch (...) {
-    unlink(c.path.c_str());
+    close(c.fd);
     throw;
   }
-  unlink(c.path.c_str());
+  close(c.fd);
   out.peak_rss_kib = ru.ru_maxrss;
   return out;
 }
@@ -140,13 +156,27 @@ DesOutcome run_isolated(const PreparedSimulation& p, const DesOptions& opt) {
 }
 
 std::vector<DesOutcome> run_isolated_many(const std::vector<const PreparedSimulation*>& sims, int parallel,
-                                          const std::function<void()>& on_done) {
+                                          const std::function<void(size_t, const DesOutcome&)>& on_done) {
   // Children are forked from this (single) thread only; up to `parallel` run at once.
   std::vector<DesOutcome> out(sims.size());
   std::vector<std::pair<Child, size_t>> running;
   std::vector<std::string> errors(sims.size());
   size_t next = 0;
   DesOptions opt;
+  // On any error (a failed child, a callback that cannot save), the children still running are
+  // stopped and reaped before the error propagates.
+  struct StopRunning {
+    std::vector<std::pair<Child, size_t>>& running;
+    ~StopRunning() {
+      for (auto& [c, i] : running) {
+        kill(c.pid, SIGKILL);
+        int st = 0;
+        while (waitpid(c.pid, &st, 0) < 0 && errno == EINTR) {
+        }
+        close(c.fd);
+      }
+    }
+  } stop{running};
   while (next < sims.size() || !running.empty()) {
     while (next < sims.size() && int(running.size()) < std::max(1, parallel)) {
       running.emplace_back(start_child(*sims[next], opt), next);
@@ -161,9 +191,10 @@ std::vector<DesOutcome> run_isolated_many(const std::vector<const PreparedSimula
     }
     for (size_t i = 0; i < running.size(); ++i) {
       if (running[i].first.pid != pid) continue;
-      out[running[i].second] = finish_child(running[i].first, status, ru);
+      const size_t index = running[i].second;
+      out[index] = finish_child(running[i].first, status, ru);
       running.erase(running.begin() + long(i));
-      if (on_done) on_done();
+      if (on_done) on_done(index, out[index]);
       break;
     }
   }
