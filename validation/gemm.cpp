@@ -6,7 +6,7 @@
 #include <map>
 
 #include "models/compute/compute_model.hpp"
-#include "models/io/atomic_file.hpp"
+#include "models/io/input_file.hpp"
 #include "models/io/csv.hpp"
 #include "models/io/input_error.hpp"
 #include "validation/least_squares.hpp"

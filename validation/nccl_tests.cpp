@@ -6,7 +6,7 @@
 #include <set>
 #include <sstream>
 
-#include "models/io/atomic_file.hpp"
+#include "models/io/input_file.hpp"
 #include "models/io/csv.hpp"
 #include "models/io/input_error.hpp"
 #include "models/io/yaml_node.hpp"

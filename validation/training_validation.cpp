@@ -5,7 +5,7 @@
 #include <cmath>
 #include <map>
 
-#include "models/io/atomic_file.hpp"
+#include "models/io/input_file.hpp"
 #include "models/io/csv.hpp"
 #include "models/io/input_error.hpp"
 #include "sim/simulation.hpp"
