@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <iostream>
 
 #include "models/calibration/calibration.hpp"
@@ -66,7 +68,7 @@ Runner add_collective(CLI::App& app) {
     const InstanceSpec& inst = lookup_instance("--instance", o->instance);
     auto op = parse_collective_op(o->op);
     if (!op) throw InputError({"--op " + o->op, 0, 0}, "op", "expected all_gather | reduce_scatter | all_reduce | broadcast | reduce");
-    if (o->nodes < 1 || o->nodes > (1 << 20)) throw InputError({"--nodes", 0, 0}, "nodes", "expected an integer in [1, 1048576]");
+    if (o->nodes < 1 || o->nodes > (1 << 16)) throw InputError({"--nodes", 0, 0}, "nodes", "expected an integer in [1, 65536]");
     int g = o->gpus_per_node > 0 ? o->gpus_per_node : inst.gpus_per_node;
     if (o->gpus_per_node < 0 || g > inst.gpus_per_node)
       throw InputError({"--gpus-per-node", 0, 0}, "gpus_per_node", fmt::format("expected 1..{} for {}", inst.gpus_per_node, inst.name));
@@ -75,6 +77,12 @@ Runner add_collective(CLI::App& app) {
     char* end = nullptr;
     double factor = std::strtod(o->factor.c_str(), &end);
     if (*end != '\0' || !(factor > 1.0) || factor > 1e6) throw InputError({"-f " + o->factor, 0, 0}, "stepfactor", "expected a factor > 1");
+    // Rows counted before any is computed: -b 8 -e 8G -f 1.0000001 would be 2e8 rows.
+    constexpr double kMaxRows = 10000;
+    const double rows_needed = std::floor(std::log(hi / lo) / std::log(factor) + 1e-9) + 1;
+    if (rows_needed > kMaxRows)
+      throw InputError({"-f " + o->factor, 0, 0}, "stepfactor",
+                       fmt::format("{:.3g} rows from {} to {} bytes; at most {:.0f} (use a larger factor)", rows_needed, o->min, o->max, kMaxRows));
     CollectiveChoice choice;
     if (!o->algo.empty()) {
       const std::vector<std::string> names = {"ring", "tree", "nvls", "nvls_tree"};
@@ -94,16 +102,24 @@ Runner add_collective(CLI::App& app) {
     outputs.input(o->calibration);
     outputs.output("--json", o->json);
     NetworkParams net = NetworkParams::from_instance(inst);
-    if (!o->calibration.empty()) load_calibration(o->calibration).apply(net);
+    if (!o->calibration.empty()) {
+      Calibration cal = load_calibration(o->calibration);
+      cal.check_applies_to(inst.name, {"--calibration " + o->calibration, 0, 0});
+      cal.apply(net);
+    }
     CollectiveModel model(net);
     const int ranks = g * o->nodes;
     GroupLayout layout = GroupLayout::make(ranks, o->nodes);
     std::string text = fmt::format("# micsim collective: {}_perf as modelled for {} ({} node(s) x {} GPUs); network: {}\n",
                                    o->op, inst.name, o->nodes, g, net.source);
     text += "#\n# Using devices\n";
-    for (int r = 0; r < ranks; ++r)
+    // nccl-tests lists every rank; past 64 the list says how many it leaves out (a 65,536-node run
+    // would otherwise print half a million lines before the table).
+    constexpr int kRankLines = 64;
+    for (int r = 0; r < std::min(ranks, kRankLines); ++r)
       text += fmt::format("#  Rank {:>2} Group  0 Pid {:>6} on {:>10} device {:>2} [simulated] {}\n", r, 0,
                           fmt::format("node{}", r / g), r % g, inst.gpu.name);
+    if (ranks > kRankLines) text += fmt::format("#  ... {} more ranks (node{} .. node{})\n", ranks - kRankLines, kRankLines / g, o->nodes - 1);
     text += "#\n" + nccl_tests_header();
     nlohmann::json rows = nlohmann::json::array();
     // Sizes as nccl-tests steps them: multiply by the factor, rounded to whole elements per rank.
@@ -116,6 +132,23 @@ Runner add_collective(CLI::App& app) {
         bytes = std::max<double>(double(elem) * ranks, std::floor(bytes / (elem * ranks)) * elem * ranks);
       sizes.push_back(bytes);
       estimates.push_back(model.estimate(*op, bytes, layout, choice));
+    }
+    // A forced algorithm or protocol the hardware cannot run is an error, not a silent fallback.
+    if (choice.algorithm || choice.protocol) {
+      for (double bytes : {sizes.front(), sizes.back()}) {
+        bool available = false;
+        std::vector<std::string> names;
+        for (const auto& c : model.candidates(*op, bytes, layout)) {
+          available |= (!choice.algorithm || c.algorithm == *choice.algorithm) && (!choice.protocol || c.protocol == *choice.protocol);
+          names.push_back(std::string(to_string(c.algorithm)) + "/" + to_string(c.protocol));
+        }
+        std::sort(names.begin(), names.end());
+        names.erase(std::unique(names.begin(), names.end()), names.end());
+        if (!available)
+          throw InputError({o->algo.empty() ? "--proto " + o->proto : "--algo " + o->algo, 0, 0}, "",
+                           fmt::format("{} on {} x {} ({} nodes) cannot run {}{}{}; available: {}", o->op, o->nodes, inst.name, o->nodes,
+                                       o->algo, o->algo.empty() || o->proto.empty() ? "" : "/", o->proto, join_choices(names)));
+      }
     }
     std::vector<double> times;
     for (const auto& e : estimates) times.push_back(e.time_s);

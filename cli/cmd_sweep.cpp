@@ -33,7 +33,7 @@ Runner add_sweep(CLI::App& app) {
     SweepSpec spec;
     for (const auto& v : o->vary) spec.vary.push_back(parse_vary(v));
     // The number of combinations, checked before anything is allocated (and before it can overflow).
-    constexpr size_t kMaxCombinations = 1000000;
+    constexpr size_t kMaxCombinations = 100000;
     size_t combos = 1;
     for (const auto& [k, v] : spec.vary) {
       if (v.size() > kMaxCombinations / combos)

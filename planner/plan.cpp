@@ -28,6 +28,7 @@ const char* objective_name(Objective o) {
 }
 
 std::vector<int> read_int_list(const YamlNode& n, int64_t lo, int64_t hi) {
+  constexpr int64_t kMaxValues = 4096;  // a list longer than this is a mistake, not a search
   std::vector<int> out;
   if (n.is_map()) {  // {min, max}: powers of two in range; {min, max, step}: arithmetic
     n.check_keys({"min", "max", "step"});
@@ -35,6 +36,9 @@ std::vector<int> read_int_list(const YamlNode& n, int64_t lo, int64_t hi) {
     if (b < a) n.at("max").fail("expected max >= min");
     if (auto st = n.get("step")) {
       int64_t s = st->as_int_in(1, hi);
+      if ((b - a) / s + 1 > kMaxValues)
+        n.fail(fmt::format("{} values from {} to {} in steps of {}: at most {} (use a larger step, or powers of two without a step)",
+                           (b - a) / s + 1, a, b, s, kMaxValues));
       for (int64_t v = a; v <= b; v += s) out.push_back(int(v));
     } else {
       for (int64_t v = 1; v <= b; v *= 2)
@@ -42,6 +46,7 @@ std::vector<int> read_int_list(const YamlNode& n, int64_t lo, int64_t hi) {
       if (out.empty()) n.fail("no power of two in [min, max]");
     }
   } else if (n.is_sequence()) {
+    if (int64_t(n.raw().size()) > kMaxValues) n.fail(fmt::format("a list of {} values: at most {}", n.raw().size(), kMaxValues));
     for (const auto& i : n.items()) out.push_back(int(i.as_int_in(lo, hi)));
     if (out.empty()) n.fail("expected a non-empty list");
   } else {
@@ -208,18 +213,21 @@ PlanResult run_plan(const std::string& path, const std::vector<std::string>& bas
   PlanSpec& spec = res.spec;
   const std::string text = read_whole_file(path);
   Scenario base = parse_scenario_text(text, path, base_overrides);
+  // Instances named by the user (--instances, plan.instances) come from the catalog; otherwise the
+  // scenario's own instance is searched, inline or not.
+  const bool scenario_instance = spec.instances.empty();
   if (spec.instances.empty()) spec.instances = {base.cluster.instance.name};
   if (spec.nodes.empty()) spec.nodes = {base.cluster.nodes};
   if (spec.strategies.empty()) spec.strategies = {"zero3", "mics", "hsdp", "ddp"};
   if (spec.micro_batches.empty()) spec.micro_batches = {int(base.training.micro_batch)};
   if (spec.checkpointing.empty()) spec.checkpointing = {base.training.activation_checkpointing};
-  const bool inline_instance = base.cluster.instance.name == "inline-instance";
+  const bool inline_instance = scenario_instance && base.cluster.instance.name == "inline-instance";
 
   // 1. Enumerate.
+  constexpr size_t kMaxCandidates = 200000;
   std::vector<Variant> variants;
   for (const auto& inst_name : spec.instances) {
-    const InstanceSpec& inst = inline_instance && spec.instances.size() == 1 ? base.cluster.instance
-                                                                             : HardwareCatalog::builtin().instance(inst_name);
+    const InstanceSpec& inst = inline_instance ? base.cluster.instance : HardwareCatalog::builtin().instance(inst_name);
     const int g = inst.gpus_per_node;
     for (int nodes : spec.nodes) {
       if (spec.max_nodes > 0 && nodes > spec.max_nodes) {
@@ -241,9 +249,15 @@ PlanResult run_plan(const std::string& path, const std::vector<std::string>& bas
           for (int h : hier)
             for (int mb : spec.micro_batches)
               for (bool ck : spec.checkpointing) {
+                // Counted before it is built: the search's size is a product of user lists.
+                if (variants.size() >= kMaxCandidates)
+                  throw InputError({path, 0, 0}, "plan",
+                                   fmt::format("the search has more than {} candidates (instances x nodes x strategies x partition "
+                                               "sizes x micro-batches x checkpointing); narrow plan.nodes, plan.micro_batches or "
+                                               "plan.partition_sizes", kMaxCandidates));
                 Variant v;
                 v.overrides = base_overrides;
-                if (!(inline_instance && spec.instances.size() == 1)) v.overrides.push_back("cluster.instance=" + inst_name);
+                if (!inline_instance) v.overrides.push_back("cluster.instance=" + inst_name);
                 v.overrides.push_back(fmt::format("cluster.nodes={}", nodes));
                 v.overrides.push_back("strategy.kind=" + kind);
                 if (p > 0) v.overrides.push_back(fmt::format("strategy.partition_size={}", p));

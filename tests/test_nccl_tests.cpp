@@ -99,7 +99,7 @@ TEST_CASE("micsim collective prints nccl-tests' layout that the parser reads bac
 
 TEST_CASE("calibrate recovers the network terms that generated a log") {
   // Generate nccl-tests output with known terms, fit them back from the catalog defaults.
-  std::string truth = temp_file("truth.yaml", "network: {inter_latency_us: 40, inter_efficiency: 0.6, inter_efficiency_at_scale: 0.45}\n");
+  std::string truth = temp_file("truth.yaml", "instance: p4d.24xlarge\nnetwork: {inter_latency_us: 40, inter_efficiency: 0.6, inter_efficiency_at_scale: 0.45}\n");
   std::string logs;
   for (int nodes : {2, 4, 8}) {
     std::string out = "/tmp/micsim-test-" + std::to_string(::getpid()) + "-ag" + std::to_string(nodes) + ".txt";

@@ -58,9 +58,10 @@ double predict_time(const NetworkParams& net, const NcclTestRow& row) {
   return m.estimate(row.op, row.bytes, GroupLayout::make(row.ranks, row.nodes)).time_s;
 }
 
+// A calibration is applied only to the instance it was measured on; other rows keep the defaults.
 static NetworkParams params_for(const std::string& instance, const Calibration* cal) {
   NetworkParams net = NetworkParams::from_instance(HardwareCatalog::builtin().instance(instance));
-  if (cal) cal->apply(net);
+  if (cal && cal->instance == instance) cal->apply(net);
   return net;
 }
 

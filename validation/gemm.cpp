@@ -31,7 +31,7 @@ std::vector<GemmRow> parse_gemm_csv(const std::string& text, const std::string& 
       }
       char* end = nullptr;
       double v = std::strtod(s.c_str(), &end);
-      if (*end != '\0' || !(v > 0) || !std::isfinite(v)) throw InputError({path, row.line, 0}, c, fmt::format("expected a number > 0, got '{}'", s));
+      if (*end != '\0' || !(v > 0) || !std::isfinite(v)) throw InputError({path, row.line, 0}, c, fmt::format("expected a number > 0, got '{}'", shorten_for_message(s)));
       return v;
     };
     // GEMM dimensions: whole numbers; 2^24 is far beyond any kernel a training step runs.
@@ -55,6 +55,11 @@ std::vector<GemmRow> parse_gemm_csv(const std::string& text, const std::string& 
     else throw InputError({path, row.line, 0}, "dtype", "expected fp16, bf16 or fp32, got '" + dt + "'");
     if (auto us = number("time_us", false)) g.time_s = *us * 1e-6;
     else g.time_s = g.shape.flops() / (*number("tflops", true) * 1e12);
+    // A measurement a GPU can produce: below 1,000 s and below 10 PFLOPS (no GPU comes near it).
+    const double tflops = g.shape.flops() / g.time_s / 1e12;
+    if (!(g.time_s < 1e3) || !(tflops < 1e4))
+      throw InputError({path, row.line, 0}, t.column("time_us") >= 0 ? "time_us" : "tflops",
+                       fmt::format("{:.3g} s for this shape is {:.3g} TFLOPS: not a possible GPU measurement", g.time_s, tflops));
     out.push_back(g);
   }
   if (out.empty()) throw InputError({path, 1, 0}, "", "no GEMM rows");

@@ -75,6 +75,19 @@ std::string op_from_text(const std::string& s) {
   return "";
 }
 
+// A measurement must be physically possible: a positive time (below 1,000 s), bandwidths below
+// 100 TB/s, at most 1 PiB. Zero or absurd values would otherwise print inf % errors and fit nonsense.
+void check_measurement(const NcclTestRow& r, const std::string& file, int line) {
+  if (r.bytes > double(int64_t(1) << 50)) throw InputError({file, line, 0}, "size", "expected at most 1 PiB");
+  if (r.bytes <= 0) return;
+  if (r.time_s && !(*r.time_s > 0 && *r.time_s < 1e3))
+    throw InputError({file, line, 0}, "time", fmt::format("expected a time > 0 and below 1000 s, got {} s", *r.time_s));
+  for (auto [name, v] : {std::pair<const char*, std::optional<double>>{"algbw", r.algbw}, {"busbw", r.busbw}})
+    if (v && !(*v >= 0 && *v < 1e14)) throw InputError({file, line, 0}, name, fmt::format("expected 0 to 100,000 GB/s, got {} GB/s", *v / 1e9));
+  if (!r.time_s && !(r.algbw && *r.algbw > 0) && !(r.busbw && *r.busbw > 0))
+    throw InputError({file, line, 0}, "time", "a row needs a time > 0 or a bandwidth > 0");
+}
+
 void set_op(NcclTestRow& r, const std::string& name) {
   r.op_name = name;
   auto op = parse_collective_op(name);
@@ -161,11 +174,11 @@ std::vector<NcclTestRow> parse_nccl_tests_log(const std::string& text, const std
     if (!parse_number(toks[i], t)) throw InputError({file, lineno, 0}, "time", fmt::format("expected a number, got '{}'", toks[i]));
     if (!parse_number(toks[i + 1], alg)) throw InputError({file, lineno, 0}, "algbw", fmt::format("expected a number, got '{}'", toks[i + 1]));
     if (!parse_number(toks[i + 2], bus)) throw InputError({file, lineno, 0}, "busbw", fmt::format("expected a number, got '{}'", toks[i + 2]));
-    if (t < 0 || alg < 0 || bus < 0) throw InputError({file, lineno, 0}, "time", "negative value");
     r.time_s = t * time_scale;
     r.algbw = alg * 1e9;
     r.busbw = bus * 1e9;
-    rows.push_back(r);
+    check_measurement(r, file, lineno);
+    if (r.bytes > 0) rows.push_back(r);  // 0-byte rows measure nothing
   }
   (void)saw_unit_line;
   if (header.empty()) throw InputError({file, 0, 0}, "", "no nccl-tests result table found (no '# size ... time algbw busbw' header)");
@@ -176,6 +189,9 @@ std::vector<NcclTestRow> parse_nccl_tests_log(const std::string& text, const std
   int nn = opt.nodes > 0 ? opt.nodes : int(hosts.size());
   if (nr <= 0) throw InputError({file, 0, 0}, "", "no '# Rank N ... on HOST' lines: pass --ranks and --nodes");
   if (nn <= 0) nn = 1;
+  if (nr > (1 << 24) || nn > (1 << 20) || nr % nn != 0)
+    throw InputError({opt.ranks > 0 ? "--ranks " + std::to_string(opt.ranks) : file, 0, 0}, "ranks",
+                     fmt::format("{} ranks on {} nodes: expected the same number of ranks on every node (ranks a multiple of nodes)", nr, nn));
   for (auto& r : rows) {
     set_op(r, op);
     r.ranks = nr;
@@ -209,15 +225,18 @@ std::vector<NcclTestRow> parse_nccl_tests_csv(const std::string& text, const std
       if (!parse_number(s, v) || v < 0) throw InputError({file, row.line, 0}, name, fmt::format("expected a number >= 0, got '{}'", s));
       return v;
     };
-    r.ranks = int(*num("gpus", true));
-    r.nodes = int(*num("nodes", true));
+    const double gpus = *num("gpus", true), nodes = *num("nodes", true);
+    if (gpus < 1 || gpus > (1 << 24) || nodes < 1 || nodes > (1 << 20) || gpus != std::floor(gpus) || nodes != std::floor(nodes))
+      throw InputError({file, row.line, 0}, "gpus", "expected whole numbers: gpus in [1, 2^24], nodes in [1, 2^20]");
+    r.ranks = int(gpus);
+    r.nodes = int(nodes);
     r.bytes = *num("bytes", true);
     if (auto x = num("time_us", false)) r.time_s = *x * 1e-6;
     if (auto x = num("algbw_GBps", false)) r.algbw = *x * 1e9;
     if (auto x = num("busbw_GBps", false)) r.busbw = *x * 1e9;
-    if (r.ranks < 1 || r.nodes < 1 || r.ranks % r.nodes != 0)
-      throw InputError({file, row.line, 0}, "gpus", "expected a positive multiple of nodes");
-    rows.push_back(r);
+    if (r.ranks % r.nodes != 0) throw InputError({file, row.line, 0}, "gpus", "expected a multiple of nodes (the same GPUs on every node)");
+    check_measurement(r, file, row.line);
+    if (r.bytes > 0) rows.push_back(r);  // 0-byte rows measure nothing
   }
   return rows;
 }

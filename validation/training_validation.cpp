@@ -8,6 +8,7 @@
 #include "models/io/input_file.hpp"
 #include "models/io/csv.hpp"
 #include "models/io/input_error.hpp"
+#include "models/io/yaml_node.hpp"
 #include "sim/simulation.hpp"
 
 namespace micsim {
@@ -26,8 +27,24 @@ const std::map<std::string, std::tuple<int, int, int>> kMpt = {
 double num(const std::string& s, const std::string& file, int line, const char* key) {
   char* end = nullptr;
   double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || *end != '\0' || !std::isfinite(v)) throw InputError({file, line, 0}, key, fmt::format("expected a number, got '{}'", s));
+  if (s.empty() || *end != '\0' || !std::isfinite(v))
+    throw InputError({file, line, 0}, key, fmt::format("expected a number, got '{}'", shorten_for_message(s)));
   return v;
+}
+
+int64_t integer(const std::string& s, const std::string& file, int line, const char* key, double max = double(1 << 30)) {
+  const double v = num(s, file, line, key);
+  if (v != std::floor(v) || v < 0 || v > max)
+    throw InputError({file, line, 0}, key, fmt::format("expected a whole number in [0, {:.0f}], got '{}'", max, shorten_for_message(s)));
+  return int64_t(v);
+}
+
+// Scenario text built from a YAML tree of checked values: CSV text is never pasted into YAML, so a
+// field cannot add keys (e.g. a `calibration:` that would read another file).
+std::string emit(const YAML::Node& n) {
+  YAML::Emitter e;
+  e << n;
+  return std::string(e.c_str()) + "\n";
 }
 
 void require_columns(const CsvTable& t, std::initializer_list<const char*> columns, const char* what) {
@@ -56,10 +73,10 @@ std::vector<TrainingRow> load_mosaicml(const CsvTable& t) {
     row.metric = "mfu";
     row.published /= 100.0;  // the table gives percent
     row.convention = "llm-foundry MFU: (6N + 12·L·h·s) per token, no recompute";
-    row.published_params = static_cast<long long>(num(f("NumParams"), t.file, r.line, "NumParams"));
+    row.published_params = static_cast<long long>(integer(f("NumParams"), t.file, r.line, "NumParams", 1e15));
     const std::string size = f("Model");
-    const int gpus = int(num(f("# GPUs"), t.file, r.line, "# GPUs"));
-    const int seq = int(num(f("SeqLen (T)"), t.file, r.line, "SeqLen (T)"));
+    const int gpus = int(integer(f("# GPUs"), t.file, r.line, "# GPUs"));
+    const int seq = int(integer(f("SeqLen (T)"), t.file, r.line, "SeqLen (T)"));
     row.id = fmt::format("mpt-{} seq {} {} GPUs {} mb {}", size, seq, gpus, f("GPU"), f("MicroBatchSize"));
     auto it = kMpt.find(size);
     if (it == kMpt.end()) {
@@ -76,12 +93,21 @@ std::vector<TrainingRow> load_mosaicml(const CsvTable& t) {
     const std::string inst = f("GPU") == "a100_40gb" ? "mosaicml-a100-40gb" : "mosaicml-a100-80gb";
     const bool ckpt = f("Activation Checkpointing") == "True";
     // FSDP FULL_SHARD: shard over every GPU, reduce-scatter per FSDP unit (micsim's hsdp with p = N).
-    row.scenario_yaml = fmt::format(
-        "name: \"{}\"\ncluster: {{instance: {}, nodes: {}}}\n"
-        "model: {{arch: gpt, layers: {}, hidden: {}, heads: {}, ffn: {}, vocab: 50368, max_position: {}, dropout: false}}\n"
-        "training: {{seq_len: {}, micro_batch: {}, global_batch: {}, precision: bf16, activation_checkpointing: {}, flash_attention: true}}\n"
-        "strategy: {{kind: hsdp, partition_size: {}}}\n",
-        row.id, inst, gpus / 8, layers, h, heads, 4 * h, seq, seq, f("MicroBatchSize"), f("GlobalBatchSize"), ckpt ? "true" : "false", gpus);
+    YAML::Node y;
+    y["name"] = row.id;
+    y["cluster"]["instance"] = inst;
+    y["cluster"]["nodes"] = gpus / 8;
+    YAML::Node m = y["model"];
+    m["arch"] = "gpt", m["layers"] = layers, m["hidden"] = h, m["heads"] = heads, m["ffn"] = 4 * h, m["vocab"] = 50368;
+    m["max_position"] = seq, m["dropout"] = false;
+    YAML::Node tr = y["training"];
+    tr["seq_len"] = seq;
+    tr["micro_batch"] = integer(f("MicroBatchSize"), t.file, r.line, "MicroBatchSize");
+    tr["global_batch"] = integer(f("GlobalBatchSize"), t.file, r.line, "GlobalBatchSize");
+    tr["precision"] = "bf16", tr["activation_checkpointing"] = ckpt, tr["flash_attention"] = true;
+    y["strategy"]["kind"] = "hsdp";
+    y["strategy"]["partition_size"] = gpus;
+    row.scenario_yaml = emit(y);
     out.push_back(row);
   }
   return out;
@@ -104,31 +130,43 @@ std::vector<TrainingRow> load_training_results(const CsvTable& t) {
       // 128 GPUs (16 nodes); Megatron's TFLOPS formula counts the recompute forward.
       row.metric = "hw_tflops_per_gpu";
       row.convention = "Megatron formula with full recompute (96·B·s·l·h²(1 + s/6h + V/16lh)) = micsim hw_tflops_per_gpu";
-      const int mb = int(num(f("micro_batch"), t.file, r.line, "micro_batch"));
+      const int mb = int(integer(f("micro_batch"), t.file, r.line, "micro_batch"));
       // minGPT (the paper's model) is eager PyTorch: explicit attention, unfused tanh-GELU. 256 GPUs:
       // the paper reports linear scaling over 128-512 GPUs, except 128 GPUs at batch 2 (defragmentation).
       row.assumptions = "256 GPUs of the published 128-512; minGPT's eager kernels (flash_attention: false, fused_kernels: false)";
-      row.scenario_yaml = fmt::format(
-          "name: \"{}\"\ncluster: {{instance: fsdp-paper-a100-80gb, nodes: 32}}\nmodel: {{preset: gpt-175b}}\n"
-          "training: {{seq_len: 2048, micro_batch: {}, global_batch: {}, precision: bf16, activation_checkpointing: true, "
-          "flash_attention: false, fused_kernels: false}}\n"
-          "strategy: {{kind: hsdp, partition_size: 256}}\n",
-          id, mb, mb * 256);
+      YAML::Node y;
+      y["name"] = id;
+      y["cluster"]["instance"] = "fsdp-paper-a100-80gb";
+      y["cluster"]["nodes"] = 32;
+      y["model"]["preset"] = "gpt-175b";
+      YAML::Node tr = y["training"];
+      tr["seq_len"] = 2048, tr["micro_batch"] = mb, tr["global_batch"] = mb * 256, tr["precision"] = "bf16";
+      tr["activation_checkpointing"] = true, tr["flash_attention"] = false, tr["fused_kernels"] = false;
+      y["strategy"]["kind"] = "hsdp";
+      y["strategy"]["partition_size"] = 256;
+      row.scenario_yaml = emit(y);
     } else if (id.rfind("ibm-fsdp-", 0) == 0) {
       row.metric = "mfu";
       row.convention = "PaLM MFU (6N + 12·L·h·s per token), as the blog's 57 % at 3700 tokens/s/GPU for Llama2-7B implies";
       const bool h100 = id.find("h100") != std::string::npos;
-      const int gpus = int(num(f("gpus"), t.file, r.line, "gpus"));
-      const int layers = int(num(f("layers"), t.file, r.line, "layers")), hidden = int(num(f("hidden"), t.file, r.line, "hidden"));
-      const int heads = int(num(f("heads"), t.file, r.line, "heads")), ffn = int(num(f("ffn"), t.file, r.line, "ffn"));
+      const int gpus = int(integer(f("gpus"), t.file, r.line, "gpus"));
+      const int layers = int(integer(f("layers"), t.file, r.line, "layers")), hidden = int(integer(f("hidden"), t.file, r.line, "hidden"));
+      const int heads = int(integer(f("heads"), t.file, r.line, "heads")), ffn = int(integer(f("ffn"), t.file, r.line, "ffn"));
       const int kv = (hidden >= 8192) ? 8 : heads;  // 34B (Code Llama) and 70B use 8 KV heads
       row.assumptions = "micro-batch 2 with full activation checkpointing (the blog's per-model settings are not in the data)";
-      row.scenario_yaml = fmt::format(
-          "name: \"{}\"\ncluster: {{instance: {}, nodes: {}}}\n"
-          "model: {{arch: llama, layers: {}, hidden: {}, heads: {}, kv_heads: {}, ffn: {}, vocab: 32000}}\n"
-          "training: {{seq_len: 4096, micro_batch: 2, global_batch: {}, precision: bf16, activation_checkpointing: true, flash_attention: true}}\n"
-          "strategy: {{kind: hsdp, partition_size: {}}}\n",
-          id, h100 ? "ibm-h100-80gb-800g" : "ibm-a100-80gb-400g", gpus / 8, layers, hidden, heads, kv, ffn, 2 * gpus, gpus);
+      YAML::Node y;
+      y["name"] = id;
+      y["cluster"]["instance"] = h100 ? "ibm-h100-80gb-800g" : "ibm-a100-80gb-400g";
+      y["cluster"]["nodes"] = gpus / 8;
+      YAML::Node m = y["model"];
+      m["arch"] = "llama", m["layers"] = layers, m["hidden"] = hidden, m["heads"] = heads, m["kv_heads"] = kv, m["ffn"] = ffn;
+      m["vocab"] = 32000;
+      YAML::Node tr = y["training"];
+      tr["seq_len"] = 4096, tr["micro_batch"] = 2, tr["global_batch"] = 2 * gpus, tr["precision"] = "bf16";
+      tr["activation_checkpointing"] = true, tr["flash_attention"] = true;
+      y["strategy"]["kind"] = "hsdp";
+      y["strategy"]["partition_size"] = gpus;
+      row.scenario_yaml = emit(y);
     } else {
       row.metric = metric;
       row.skip_reason = "model or metric micsim does not model (e.g. T5 encoder-decoder)";
@@ -158,7 +196,13 @@ std::vector<TrainingComparison> compare_training(const std::vector<TrainingRow>&
     if (row.scenario_yaml.empty()) continue;
     TrainingComparison c;
     c.row = row;
-    Scenario sc = parse_scenario_text(row.scenario_yaml, row.file + ":" + std::to_string(row.line));
+    // A row the simulator refuses is reported at its CSV line, not at a line of the generated scenario.
+    Scenario sc;
+    try {
+      sc = parse_scenario_text(row.scenario_yaml, "<row>");
+    } catch (const InputError& e) {
+      throw InputError({row.file, row.line, 0}, e.key(), e.detail());
+    }
     PreparedSimulation p = prepare_simulation(sc);
     SimulationResult r = simulate_analytic(p);
     c.params = r.params;

@@ -48,6 +48,14 @@ void Calibration::apply(ComputeCalibration& c) const {
 
 Calibration load_calibration(const std::string& path) { return parse_calibration(read_whole_file(path), path); }
 
+void Calibration::check_applies_to(const std::string& instance_name, const SourceLocation& where) const {
+  if (instance.empty())
+    throw InputError(where, "calibration", fmt::format("{} names no instance (add `instance: NAME`, the instance it was measured on)", path));
+  if (instance != instance_name)
+    throw InputError(where, "calibration", fmt::format("{} was measured on {}; this run is on {} (a calibration holds for the hardware it "
+                                                       "was fitted on)", path, instance, instance_name));
+}
+
 Calibration parse_calibration(const std::string& text, const std::string& path) {
   YamlNode root = YamlNode::load_string(text, path);
   root.check_keys({"instance", "source", "network", "compute", "residuals"});
@@ -90,8 +98,14 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
 
 std::string Calibration::to_yaml() const {
   std::string out = "# micsim calibration file (load it from a scenario with `calibration: <path>`)\n";
-  if (!instance.empty()) out += fmt::format("instance: {}\n", instance);
-  if (!source.empty()) out += fmt::format("source: \"{}\"\n", source);
+  // Names and paths are quoted by the YAML emitter: a path with '"' or '\\' reads back as written.
+  auto quoted = [](const std::string& s) {
+    YAML::Emitter e;
+    e << YAML::DoubleQuoted << s;
+    return std::string(e.c_str());
+  };
+  if (!instance.empty()) out += fmt::format("instance: {}\n", quoted(instance));
+  if (!source.empty()) out += fmt::format("source: {}\n", quoted(source));
   std::string net, cmp;
   auto put = [](std::string& s, const char* key, const std::optional<double>& v, double scale = 1.0) {
     if (v) s += fmt::format("  {}: {:.6g}\n", key, *v * scale);

@@ -14,6 +14,7 @@
 
 #include "models/collective/collective.hpp"
 #include "models/compute/compute_model.hpp"
+#include "models/io/input_error.hpp"
 
 namespace micsim {
 
@@ -30,6 +31,8 @@ struct Calibration {
   void apply(NetworkParams& net) const;
   void apply(ComputeCalibration& c) const;
   std::string to_yaml() const;
+  // Throws InputError (at `where`) unless this calibration was made for `instance_name`.
+  void check_applies_to(const std::string& instance_name, const SourceLocation& where) const;
 };
 
 Calibration load_calibration(const std::string& path);

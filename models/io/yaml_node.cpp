@@ -2,6 +2,8 @@
 
 #include "models/io/input_file.hpp"
 
+#include <map>
+
 #include <cmath>
 #include <fmt/format.h>
 
@@ -18,14 +20,47 @@ static SourceLocation mark_location(const std::string& file, const YAML::Mark& m
   return {file, m.line + 1, m.column + 1};
 }
 
+namespace {
+
+// yaml-cpp keeps both entries of a repeated key and returns the first: a silent surprise in a config.
+void reject_duplicate_keys(const YAML::Node& n, const std::string& file, int depth) {
+  if (depth > 64) throw InputError(mark_location(file, n.Mark()), "", "nested more than 64 levels deep; a scenario is a few levels");
+  if (n.IsMap()) {
+    std::map<std::string, YAML::Mark> seen;
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      if (it->first.IsScalar()) {
+        auto [where, fresh] = seen.emplace(it->first.Scalar(), it->first.Mark());
+        if (!fresh)
+          throw InputError(mark_location(file, it->first.Mark()), shorten_for_message(it->first.Scalar()),
+                           fmt::format("duplicate key (first given at line {}); give each key once", where->second.line + 1));
+      }
+      reject_duplicate_keys(it->second, file, depth + 1);
+    }
+  } else if (n.IsSequence()) {
+    for (const auto& item : n) reject_duplicate_keys(item, file, depth + 1);
+  }
+}
+
+}  // namespace
+
 YamlNode YamlNode::load_string(const std::string& text, const std::string& shown_name) {
   auto src = std::make_shared<YamlSource>();
   src->file = shown_name;
+  std::vector<YAML::Node> docs;
   try {
-    return YamlNode(YAML::Load(text), "", src);
+    docs = YAML::LoadAll(text);
   } catch (const YAML::Exception& e) {
-    throw InputError(mark_location(shown_name, e.mark), "", "invalid YAML: " + e.msg);
+    std::string msg = e.msg;
+    if (msg == "bad file" || msg.find("depth") != std::string::npos) msg = "nested too deeply (or not a YAML document)";
+    throw InputError(mark_location(shown_name, e.mark), "", "invalid YAML: " + msg);
   }
+  // One document per file: a second one ("---" and more keys) would otherwise be ignored.
+  for (size_t i = 1; i < docs.size(); ++i)
+    if (docs[i] && !docs[i].IsNull())
+      throw InputError(mark_location(shown_name, docs[i].Mark()), "", "a second YAML document ('---'); give one document per file");
+  YAML::Node root = docs.empty() ? YAML::Node() : docs.front();
+  reject_duplicate_keys(root, shown_name, 0);
+  return YamlNode(root, "", src);
 }
 
 YamlNode YamlNode::load_file(const std::string& path) {
@@ -38,6 +73,11 @@ SourceLocation YamlNode::location() const {
     for (const auto& [key, text] : src_->overrides) {
       if (path_ == key || path_.rfind(key + ".", 0) == 0) return {text, 0, 0};
     }
+    // A mapping the file does not have, created to hold an override (`--set what_if.slow_node.node=3`):
+    // what is missing or wrong in it is the override's doing.
+    if (node_ && node_.Mark().is_null())
+      for (const auto& [key, text] : src_->overrides)
+        if (path_.empty() || key.rfind(path_ + ".", 0) == 0) return {text, 0, 0};
   }
   std::string file = src_ ? src_->file : "";
   return node_ ? mark_location(file, node_.Mark()) : SourceLocation{file, 0, 0};
@@ -53,7 +93,7 @@ std::string YamlNode::child_path(const std::string& key) const {
 
 std::string YamlNode::describe_value() const {
   if (!node_ || node_.IsNull()) return "nothing";
-  if (node_.IsScalar()) return "'" + node_.Scalar() + "'";
+  if (node_.IsScalar()) return "'" + shorten_for_message(node_.Scalar()) + "'";
   if (node_.IsMap()) return "a mapping";
   if (node_.IsSequence()) return "a list";
   return "an unknown node";
@@ -109,7 +149,7 @@ void YamlNode::check_keys(const std::vector<std::string>& allowed) const {
     if (!hint.empty()) msg += fmt::format(" (did you mean '{}'?)", hint);
     msg += "; allowed: " + join_choices(allowed);
     YamlNode key_node(it->first, child_path(key), src_);
-    throw InputError(key_node.location(), child_path(key), msg);
+    throw InputError(key_node.location(), shorten_for_message(child_path(key)), msg);
   }
 }
 
@@ -139,13 +179,13 @@ double YamlNode::as_double() const {
 
 double YamlNode::as_double_in(double lo, double hi) const {
   double v = as_double();
-  if (v < lo || v > hi) fail(fmt::format("expected a number in [{}, {}], got {}", lo, hi, node_.Scalar()));
+  if (v < lo || v > hi) fail(fmt::format("expected a number in [{}, {}], got {}", lo, hi, shorten_for_message(node_.Scalar())));
   return v;
 }
 
 double YamlNode::as_positive_double() const {
   double v = as_double();
-  if (!(v > 0)) fail(fmt::format("expected a number > 0, got {}", node_.Scalar()));
+  if (!(v > 0)) fail(fmt::format("expected a number > 0, got {}", shorten_for_message(node_.Scalar())));
   return v;
 }
 
@@ -157,7 +197,7 @@ int64_t YamlNode::as_int_in(int64_t lo, int64_t hi) const {
   if (s.empty() || end == s.c_str() || *end != '\0' || !std::isfinite(v) || v != std::floor(v))
     fail("expected an integer, got " + describe_value());
   if (v < double(lo) || v > double(hi))
-    fail(fmt::format("expected an integer in [{}, {}], got {}", lo, hi, s));
+    fail(fmt::format("expected an integer in [{}, {}], got {}", lo, hi, shorten_for_message(s)));
   return static_cast<int64_t>(v);
 }
 
@@ -166,7 +206,7 @@ std::string YamlNode::as_choice(const std::vector<std::string>& choices) const {
   for (const auto& c : choices)
     if (c == v) return v;
   std::string hint = closest_match(v, choices);
-  fail(fmt::format("expected one of {}, got '{}'{}", join_choices(choices), v,
+  fail(fmt::format("expected one of {}, got '{}'{}", join_choices(choices), shorten_for_message(v),
                    hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint)));
 }
 

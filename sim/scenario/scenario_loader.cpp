@@ -230,12 +230,25 @@ Scenario parse_scenario(const YamlNode& root) {
     if (!std::filesystem::exists(path)) c->fail(fmt::format("calibration file '{}' does not exist", path));
     sc.calibration = load_calibration(path);
     sc.input_files.push_back(path);
+    sc.calibration.check_applies_to(sc.cluster.instance.name, c->location());
   }
 
-  // Cross-field checks, reported at the key the user has to change.
+  // Cross-field checks, reported at the key the user has to change. Products of user numbers are
+  // checked before they are formed (int64 would wrap into a negative batch).
+  constexpr double kMaxWorld = double(1 << 24), kMaxGlobalBatch = double(int64_t(1) << 40);
+  const YamlNode cluster = root.at("cluster");
+  if (double(sc.cluster.nodes) * sc.cluster.instance.gpus_per_node > kMaxWorld)
+    cluster.at("nodes").fail(fmt::format("{} nodes x {} GPUs is more than 2^24 GPUs", sc.cluster.nodes, sc.cluster.instance.gpus_per_node));
   const int64_t world = sc.world_size();
+  if (double(sc.training.micro_batch) * double(world) > kMaxGlobalBatch)
+    training.at("micro_batch").fail(fmt::format("micro_batch x {} GPUs is more than 2^40 sequences per micro-step", world));
   const int64_t per_step = sc.training.micro_batch * world;
-  if (sc.training.requested_accumulation_steps > 0) sc.training.global_batch = sc.training.requested_accumulation_steps * per_step;
+  if (sc.training.requested_accumulation_steps > 0) {
+    if (double(sc.training.requested_accumulation_steps) * double(per_step) > kMaxGlobalBatch)
+      training.at("grad_accumulation_steps").fail(fmt::format("micro_batch x GPUs x grad_accumulation_steps = {} x {} x {} is more than 2^40 sequences per step",
+                                                              sc.training.micro_batch, world, sc.training.requested_accumulation_steps));
+    sc.training.global_batch = sc.training.requested_accumulation_steps * per_step;
+  }
   if (sc.training.global_batch % per_step != 0) {
     training.at("global_batch").fail(fmt::format(
         "expected a multiple of micro_batch x data-parallel size = {} x {} = {}, got {}", sc.training.micro_batch,
