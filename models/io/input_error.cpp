@@ -12,9 +12,28 @@ std::string SourceLocation::str() const {
   return fmt::format("{}:{}:{}", file, line, column);
 }
 
+// A message quotes what the user gave; a 4 MB value must not come back whole. Any run of more than
+// 240 characters without a space is cut (paths and names are far shorter).
+static std::string cap_long_words(const std::string& s) {
+  constexpr size_t kMaxWord = 240;
+  std::string out;
+  size_t word = 0, dropped = 0;
+  for (char c : s) {
+    word = c == ' ' || c == '\n' ? 0 : word + 1;
+    if (word > kMaxWord) {
+      ++dropped;
+      continue;
+    }
+    if (dropped) out += fmt::format("...({} more bytes)", dropped), dropped = 0;
+    out += c;
+  }
+  if (dropped) out += fmt::format("...({} more bytes)", dropped);
+  return out;
+}
+
 static std::string compose(const SourceLocation& where, const std::string& key, const std::string& message) {
-  if (key.empty()) return fmt::format("{}: {}", where.str(), message);
-  return fmt::format("{}: {}: {}", where.str(), key, message);
+  if (key.empty()) return cap_long_words(fmt::format("{}: {}", where.str(), message));
+  return cap_long_words(fmt::format("{}: {}: {}", where.str(), key, message));
 }
 
 InputError::InputError(SourceLocation where, std::string key, std::string message)

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fmt/format.h>
 #include <fstream>
 #include <sstream>
 
@@ -65,11 +66,22 @@ void check_utf8(const std::string& text, const std::string& shown_name) {
 }
 
 std::string shorten_for_message(const std::string& s) {
+  // Control characters are shown escaped: a value must not break a message over lines.
+  auto visible = [](const std::string& v) {
+    std::string out;
+    for (char c : v) {
+      if (c == '\n') out += "\\n";
+      else if (c == '\t') out += "\\t";
+      else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+      else out += c;
+    }
+    return out;
+  };
   constexpr size_t kMax = 60;
-  if (s.size() <= kMax) return s;
+  if (s.size() <= kMax) return visible(s);
   size_t cut = kMax;
   while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // not inside a character
-  return s.substr(0, cut) + "... (" + std::to_string(s.size()) + " bytes)";
+  return visible(s.substr(0, cut)) + "... (" + std::to_string(s.size()) + " bytes)";
 }
 
 std::string read_whole_file(const std::string& path) {
