@@ -69,6 +69,28 @@ static PassWork backward_of(const PassWork& fwd, bool flash) {
   return b;
 }
 
+std::vector<int64_t> block_tensors(const ModelSpec& m) {
+  const int64_t h = m.hidden, f = m.ffn, kv = m.kv_dim();
+  const bool bias = m.has_biases();
+  std::vector<int64_t> t;
+  auto linear = [&](int64_t in, int64_t out) {
+    t.push_back(in * out);
+    if (bias) t.push_back(out);
+  };
+  if (m.arch == Arch::Gpt) {
+    linear(h, h + 2 * kv);  // fused c_attn
+  } else {
+    linear(h, h), linear(h, kv), linear(h, kv);
+  }
+  linear(h, h);  // attention output
+  t.push_back(m.norm_params());
+  if (m.gated_mlp()) linear(h, f);  // gate
+  linear(h, f);
+  linear(f, h);
+  t.push_back(m.norm_params());
+  return t;
+}
+
 Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt) {
   Workload w;
   w.model = model;
@@ -80,6 +102,14 @@ Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt) {
   UnitWork emb;
   emb.kind = UnitKind::Embedding;
   emb.params = emb.gather_params = w.params.embedding;
+  emb.tensors = {model.vocab * h};
+  if (model.max_position > 0) emb.tensors.push_back(model.max_position * h);
+  if (model.type_vocab > 0) emb.tensors.push_back(int64_t(model.type_vocab) * h);
+  if (w.params.embedding > int64_t(0)) {
+    int64_t rest = w.params.embedding;
+    for (int64_t x : emb.tensors) rest -= x;
+    if (rest > 0) emb.tensors.push_back(rest);  // embedding LayerNorm
+  }
   emb.forward.elementwise_bytes = e * double(T) * h * (model.max_position > 0 ? 4 : 2) + (model.arch == Arch::Bert ? 4 * e * T * h : 0);
   emb.forward.kernels = 4;
   emb.backward.elementwise_bytes = 2 * emb.forward.elementwise_bytes;
@@ -92,6 +122,7 @@ Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt) {
     UnitWork u;
     u.kind = UnitKind::Block;
     u.params = u.gather_params = w.params.per_layer;
+    u.tensors = block_tensors(model);
     u.forward = bf;
     u.backward = bb;
     w.units.push_back(u);
@@ -100,6 +131,13 @@ Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt) {
   UnitWork head;
   head.kind = UnitKind::Head;
   head.params = w.params.head;
+  if (!model.tied_embeddings) head.tensors.push_back(model.vocab * h);
+  if (model.encoder_head != EncoderHead::None) head.tensors.push_back(h * h);
+  {
+    int64_t rest = w.params.head;
+    for (int64_t x : head.tensors) rest -= x;
+    if (rest > 0) head.tensors.push_back(rest);  // norms, biases, pooler
+  }
   // The logits GEMM needs the (tied) word embedding gathered again.
   head.gather_params = w.params.head + (model.tied_embeddings ? model.vocab * h : 0);
   if (model.encoder_head != EncoderHead::None) head.forward.gemms.push_back({T, h, h});  // MLM transform

@@ -32,6 +32,9 @@ struct UnitWork {
   int index = 0;                 // position in the unit list
   int64_t params = 0;            // parameters owned (sharded, reduced, updated)
   int64_t gather_params = 0;     // parameters needed whole for this unit's compute (adds tied weights)
+  // The parameter tensors a framework sees, in module order (weights, biases, norms); they sum to
+  // `params`. Frameworks that gather per tensor (DeepSpeed <= 0.5) issue one collective for each.
+  std::vector<int64_t> tensors;
   PassWork forward;
   PassWork backward;             // excludes recompute; recompute = forward again
 };
@@ -55,6 +58,10 @@ struct Workload {
 };
 
 Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt);
+
+// Parameter tensors of one block, as the model code declares them (HF BERT/RoBERTa and Llama: separate
+// Q, K, V; GPT-2: one fused QKV), summing to ParamCounts::per_layer.
+std::vector<int64_t> block_tensors(const ModelSpec& m);
 
 // FLOP conventions for reporting (../shared/reference/nccl-and-compute.md §4.3):
 // model FLOPs per token = 6·N + 12·L·h·s (PaLM / llm-foundry: attention counted non-causal, no recompute);

@@ -13,7 +13,10 @@ OpCosts cost_operations(const TaskGraph& g, const Workload& w, const ParallelLay
       case TaskKind::Recompute: t = slowdown * compute.pass_time(w.units[op.unit].forward, false, flash); break;
       case TaskKind::Backward: t = slowdown * compute.pass_time(w.units[op.unit].backward, true, flash); break;
       case TaskKind::Optimizer: t = compute.optimizer_time(op.params, optimizer); break;
-      case TaskKind::ParamGatherCopy: t = compute.copy_time(double(op.params)); break;
+      case TaskKind::ParamGatherCopy:
+      case TaskKind::ParamCopyOut:
+      case TaskKind::GradBucketCopy: t = compute.copy_time(double(op.params)); break;
+      case TaskKind::HostWork: t = double(op.params) * 1e-9; break;  // stored in nanoseconds
       default: break;
     }
     c.compute_s.push_back(t);
@@ -23,7 +26,7 @@ OpCosts cost_operations(const TaskGraph& g, const Workload& w, const ParallelLay
     CommCost cc;
     cc.estimate = collectives.estimate(op.op, op.bytes / op.coalesced, layout);
     // A coalesced group call of k equal collectives: k latencies, k times the bytes.
-    cc.time_s = cc.estimate.time_s * op.coalesced;
+    cc.time_s = cc.estimate.time_s * op.coalesced + op.serial_host_s;
     cc.estimate.bytes = op.bytes;
     cc.estimate.time_s = cc.time_s;
     cc.estimate.latency_s *= op.coalesced;

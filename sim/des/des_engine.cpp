@@ -146,6 +146,8 @@ class Run {
     const Task& task = g_[t];
     const CommOp& op = g_.comm_ops[task.op];
     const CommCost& cost = p_.costs.comm[task.op];
+    // A launch that had to wait for a device synchronize (framework profile) delays this rank's arrival.
+    if (op.serial_host_s > 0) sg4::this_actor::sleep_for(op.serial_host_s);
     std::vector<int> ring = group_nodes(op.group, p_.layout, n);
     auto key = std::make_pair(t, ring.front());
     Rendezvous& rv = rendezvous_[key];

@@ -24,6 +24,8 @@ std::string chrome_trace(const PreparedSimulation& p, const std::vector<TracedNo
     out += fmt::format(",\"note\":\"micro-steps 3..{} are identical to micro-step 2 and not drawn; the step time includes them\"",
                        g.total_micro_steps - 2);
   out += "},\"traceEvents\":[\n";
+  bool has_host = false;  // the host timeline exists only under a framework profile with host costs
+  for (const auto& t : g.tasks) has_host |= t.stream == StreamId::Host;
   bool first = true;
   auto emit = [&](const std::string& ev) {
     if (!first) out += ",\n";
@@ -36,7 +38,8 @@ std::string chrome_trace(const PreparedSimulation& p, const std::vector<TracedNo
                      tn.node * g_per_node, tn.node * g_per_node + g_per_node - 1, engine == "analytic" ? ", representative GPU" : ""));
     emit(fmt::format(R"({{"ph":"M","name":"process_sort_index","pid":{},"args":{{"sort_index":{}}}}})", tn.node, tn.node));
     for (int s = 0; s < kStreamCount; ++s)
-      emit(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":"{} stream"}}}})", tn.node, s,
+      if (s != int(StreamId::Host) || has_host)
+        emit(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":"{} stream"}}}})", tn.node, s,
                        to_string(StreamId(s))));
     for (size_t i = 0; i < g.size(); ++i) {
       const Task& t = g[i];

@@ -146,12 +146,52 @@ TrainingSpec parse_training(const YamlNode& n, const GpuSpec& gpu) {
   return t;
 }
 
+// strategy.framework and strategy.version: which implementation runs the strategy, and whether it can.
+void parse_framework(const YamlNode& n, StrategySpec& s) {
+  std::string family = "ideal", version;
+  if (auto f = n.get("framework")) family = f->as_choice(framework_names());
+  if (auto v = n.get("version")) {
+    version = v->as_string();
+    if (family == "ideal") v->fail("a version applies to a real framework: set strategy.framework (deepspeed, fsdp1, fsdp2, smp)");
+  }
+  try {
+    s.framework = &resolve_framework(family, version);
+  } catch (const std::invalid_argument& e) {
+    n.at("version").fail(e.what());
+  }
+  s.framework_version = version;
+  const std::string kind = to_string(s.kind);
+  auto refuse = [&](const std::string& why) { n.at("kind").fail(fmt::format("{} under framework {}: {}", kind, family, why)); };
+  if (family == "deepspeed" && s.kind == StrategyKind::HSDP)
+    refuse("DeepSpeed has no HYBRID_SHARD; its hierarchical sharding is kind: mics (mics_shard_size)");
+  if ((family == "fsdp1" || family == "fsdp2") && s.kind == StrategyKind::MiCS)
+    refuse("PyTorch FSDP has no MiCS hierarchical all-gather; use kind: hsdp (HYBRID_SHARD; with fsdp2, two_hop_sync: true defers the all-reduce as MiCS does)");
+  if ((family == "fsdp1" || family == "fsdp2") && s.kind == StrategyKind::Zero1)
+    refuse("PyTorch FSDP shards parameters or gradients too; use zero2 (SHARD_GRAD_OP) or zero3 (FULL_SHARD)");
+  if (family == "fsdp1" && s.kind == StrategyKind::HSDP && s.two_hop_sync) {
+    auto t = n.get("two_hop_sync");
+    (t ? *t : n.at("kind")).fail("FSDP1 HYBRID_SHARD all-reduces in every backward (no deferral); use framework fsdp2 for two_hop_sync");
+  }
+  if (family == "smp" && s.kind != StrategyKind::MiCS && s.kind != StrategyKind::Zero3 && s.kind != StrategyKind::DDP)
+    refuse("SageMaker sharded data parallelism (v1) is MiCS: use kind mics (or zero3 for a degree of all GPUs); SMP v2 is FSDP-based (framework fsdp1)");
+  if (auto v = n.get("persistence_threshold")) s.persistence_threshold = v->as_double_in(0, 1e12);
+  if (auto v = n.get("contiguous_gradients")) {
+    if (family != "deepspeed") v->fail("contiguous_gradients is a DeepSpeed setting (framework: deepspeed)");
+    s.contiguous_gradients = v->as_bool();
+  }
+}
+
 StrategySpec parse_strategy(const YamlNode& n, const ClusterSpec& c, std::vector<std::string>& warnings) {
   n.check_keys({"kind", "partition_size", "hierarchical_allgather", "two_hop_sync", "reduce_bucket_size",
-                "prefetch_bucket_size", "max_live_parameters"});
+                "prefetch_bucket_size", "max_live_parameters", "framework", "version", "persistence_threshold",
+                "contiguous_gradients"});
   StrategySpec s;
   YamlNode kind = n.at("kind");
-  s.kind = *parse_strategy_kind(kind.as_choice(strategy_kind_names()));
+  // `fsdp` is FSDP FULL_SHARD / ZeRO-3: sharding over the whole data-parallel dimension.
+  std::vector<std::string> kinds = strategy_kind_names();
+  kinds.push_back("fsdp");
+  const std::string kind_name = kind.as_choice(kinds);
+  s.kind = kind_name == "fsdp" ? StrategyKind::Zero3 : *parse_strategy_kind(kind_name);
   const bool grouped = s.kind == StrategyKind::MiCS || s.kind == StrategyKind::HSDP;
   const int world = c.world_size(), g = c.instance.gpus_per_node;
   auto ignored = [&](const YamlNode& node, const char* applies) {
@@ -182,6 +222,7 @@ StrategySpec parse_strategy(const YamlNode& n, const ClusterSpec& c, std::vector
   if (auto v = n.get("reduce_bucket_size")) s.reduce_bucket_elements = v->as_double_in(1e3, 1e12);
   if (auto v = n.get("prefetch_bucket_size")) s.prefetch_bucket_elements = v->as_double_in(0, 1e12);
   if (auto v = n.get("max_live_parameters")) s.max_live_parameters = v->as_double_in(1, 1e13);
+  parse_framework(n, s);
   return s;
 }
 

@@ -13,10 +13,21 @@
 //    micro-step (no_sync before it).
 //  * The optimizer step updates the local shard after every gradient reduction; ZeRO-1/2 then
 //    all-gather the updated parameters.
+//
+// The framework profile (models/framework) says how a real implementation departs from that:
+//  * gather granularity: one collective per unit (FlatParameter, coalesced fetch) or one per parameter
+//    tensor (DeepSpeed <= 0.5), small tensors kept gathered (persistence threshold);
+//  * a host timeline (the framework's Python thread): each use's hooks and launches take host time;
+//    GPU work waits for the host task that launches it; a device synchronize at each fetch makes the
+//    host (and so the next launches) wait for all GPU work; a rate limiter makes it wait for the
+//    compute of an older unit; a bucket flush can wait for the previous bucket's reduction;
+//  * copies: gathered parameters copied out of the flat buffer, gradients copied into the bucket.
+// With the `ideal` profile none of these exists and the graph is micsim's original schedule.
 #include "sim/schedule/schedule.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 namespace micsim {
 
@@ -38,13 +49,15 @@ namespace {
 
 class Builder {
  public:
-  explicit Builder(const ScheduleInputs& in) : in_(in), w_(*in.workload) {
+  explicit Builder(const ScheduleInputs& in) : in_(in), w_(*in.workload), fw_(*in.strategy.framework) {
     g_.total_micro_steps = in.micro_steps;
     g_.micro_steps = (in.max_built_micro_steps > 0 && in.micro_steps > std::max(4, in.max_built_micro_steps))
                          ? std::max(4, in.max_built_micro_steps)
                          : in.micro_steps;
     g_.units = static_cast<int>(w_.units.size());
     pe_ = bytes_per_element(w_.options.precision);
+    host_ = fw_.models_host();
+    persistence_ = in.strategy.persistence_threshold >= 0 ? in.strategy.persistence_threshold : fw_.persistence_threshold;
   }
 
   TaskGraph build() {
@@ -53,14 +66,15 @@ class Builder {
     const int U = g_.units;
     // Units kept gathered across the forward->backward turn (DeepSpeed reuse distance; not FSDP).
     int keep = 0;
-    if (gathers && kind != StrategyKind::HSDP) {
+    if (gathers && kind != StrategyKind::HSDP && fw_.keep_across_turn) {
       double budget = in_.strategy.max_live_parameters;
       for (int u = U - 1; u >= 0 && budget >= double(w_.units[u].gather_params); --u) {
         budget -= double(w_.units[u].gather_params);
         ++keep;
       }
     }
-    const int depth = gathers ? in_.sharding.prefetch_units : 0;
+    const int depth = !gathers ? 0 : fw_.prefetch_units >= 0 ? fw_.prefetch_units : in_.sharding.prefetch_units;
+    const bool per_tensor = fw_.gather == Granularity::Tensor;
 
     std::vector<uint32_t> last_reduce;  // reduce-stream tasks the optimizer waits for
     for (int m = 0; m < g_.micro_steps; ++m) {
@@ -70,27 +84,46 @@ class Builder {
       std::vector<Use> uses;
       for (int u = 0; u < U; ++u) uses.push_back({u, false});
       for (int u = U - 1; u >= 0; --u) uses.push_back({u, true});
+      auto needs_gather = [&](size_t i) {
+        return gathers && !(uses[i].backward && uses[i].unit >= U - keep);  // else still gathered from the forward
+      };
 
       // Gathers are created `depth` uses ahead: creation order is issue order on the gather stream.
-      std::vector<int64_t> gather_done(uses.size(), -1);   // last task of the gather for use i
-      size_t next_gather = 0;
-      auto issue_gathers_until = [&](size_t upto, int64_t after_compute) {
-        for (; next_gather < uses.size() && next_gather <= upto; ++next_gather) {
-          const Use& use = uses[next_gather];
-          if (!gathers) continue;
-          if (use.backward && use.unit >= U - keep) continue;  // still gathered from the forward pass
-          gather_done[next_gather] = add_gather(use.unit, m, after_compute);
-        }
+      // A use's pieces: one per unit, or one per parameter tensor; gathered[i] = how many are issued.
+      std::vector<std::vector<double>> pieces(uses.size());
+      for (size_t i = 0; i < uses.size(); ++i)
+        if (needs_gather(i)) pieces[i] = gather_pieces(uses[i].unit);
+      std::vector<size_t> gathered(uses.size(), 0);
+      std::vector<int64_t> gather_done(uses.size(), -1);   // last task of the gathers of use i
+      std::vector<int64_t> compute_of_use(uses.size(), -1);
+      // Issues pieces [gathered[i], upto) of use i, after `after` (a buffer to be free) and `launch`.
+      auto issue = [&](size_t i, size_t upto, int64_t after, int64_t launch) {
+        int issued = 0;
+        for (; gathered[i] < std::min(upto, pieces[i].size()); ++gathered[i], ++issued)
+          gather_done[i] = add_gather(uses[i].unit, m, pieces[i][gathered[i]], after, launch);
+        return issued;
       };
-      issue_gathers_until(depth, prev_compute_);
+      // Without a host timeline, gathers are issued in use order as buffers free up (micsim's
+      // original schedule); the first `depth`+1 right away.
+      size_t next_gather = 0;
+      auto issue_ahead_until = [&](size_t upto, int64_t after_compute) {
+        for (; next_gather < uses.size() && next_gather <= upto; ++next_gather)
+          issue(next_gather, pieces[next_gather].size(), after_compute, -1);
+      };
+      if (!host_) issue_ahead_until(depth, prev_compute_);
 
       double bucket_elems = 0;
-      std::vector<int64_t> compute_of_use(uses.size(), -1);
+      std::vector<int64_t> bucket_tensors;  // per-tensor reduction: the tensors in the bucket
       for (size_t i = 0; i < uses.size(); ++i) {
         const Use& use = uses[i];
+        const UnitWork& unit = w_.units[use.unit];
+        int64_t launch = -1;
+        if (host_) launch = host_for_use(i, depth, per_tensor, pieces, gathered, compute_of_use, issue);
         std::vector<uint32_t> deps;
         if (gather_done[i] >= 0) deps.push_back(uint32_t(gather_done[i]));
-        const UnitWork& unit = w_.units[use.unit];
+        if (launch >= 0) deps.push_back(uint32_t(launch));
+        if (gather_done[i] >= 0 && fw_.copy_out > 0)
+          deps = {uint32_t(add_copy(TaskKind::ParamCopyOut, use.unit, m, fw_.copy_out * pe_ * double(w_.units[use.unit].gather_params), deps))};
         int64_t done;
         if (!use.backward) {
           done = add_compute(TaskKind::Forward, use.unit, m, deps);
@@ -98,18 +131,22 @@ class Builder {
           if (in_.recompute && unit.kind == UnitKind::Block) add_compute(TaskKind::Recompute, use.unit, m, deps);
           done = add_compute(TaskKind::Backward, use.unit, m, in_.recompute && unit.kind == UnitKind::Block
                                                                    ? std::vector<uint32_t>{} : deps);
+          if (fw_.bucket_copy > 0 && (reduces_every_micro_step() || last))
+            done = add_copy(TaskKind::GradBucketCopy, use.unit, m, fw_.bucket_copy * pe_ * double(unit.params), {uint32_t(done)});
           // Gradient buckets fill in backward order; a bucket is reduced when full or at the last unit.
           bucket_elems += double(unit.params);
+          for (int64_t t : unit.tensors) bucket_tensors.push_back(t);
           bool flush = bucket_elems >= bucket_limit() || use.unit == 0;
           if (flush && bucket_elems > 0) {
-            add_grad_reduction(bucket_elems, m, last, uint32_t(done), last_reduce);
+            add_grad_reduction(bucket_elems, bucket_tensors, m, last, uint32_t(done), last_reduce);
             bucket_elems = 0;
+            bucket_tensors.clear();
           }
         }
         compute_of_use[i] = done;
         prev_compute_ = done;
         // The buffer of use i is free now: the gather depth+1 uses ahead may start after it.
-        issue_gathers_until(i + depth + 1, done);
+        if (!host_) issue_ahead_until(i + depth + 1, done);
       }
     }
 
@@ -128,6 +165,10 @@ class Builder {
                         {uint32_t(prev)}, comm_index({CollectiveOp::AllGather, GroupKind::World, chunk * pe_, 1}));
         remaining -= chunk;
       }
+    } else if (in_.sharding.gathers_parameters && fw_.gather == Granularity::Tensor && persistent_elems_ > 0) {
+      // Persistent (small) parameters are gathered once per step, after the optimizer (DeepSpeed _post_step).
+      add_task(TaskKind::ParamAllGatherAfterStep, StreamId::Gather, -1, g_.micro_steps - 1, {uint32_t(opt)},
+               comm_index({CollectiveOp::AllGather, GroupKind::Partition, persistent_elems_ * pe_, 1}));
     }
     return std::move(g_);
   }
@@ -135,13 +176,74 @@ class Builder {
  private:
   const ScheduleInputs& in_;
   const Workload& w_;
+  const FrameworkProfile& fw_;
   TaskGraph g_;
   double pe_ = 2;
+  bool host_ = false;
+  double persistence_ = 0;
+  double persistent_elems_ = 0;  // per step, tensor granularity
   int64_t prev_compute_ = -1;
+  int64_t prev_reduce_ = -1;     // last reduction task (a bucket flush may wait for it)
+  int64_t pending_host_wait_ = -1;
+  int64_t last_task_[kStreamCount] = {-1, -1, -1, -1};
+
+  bool reduces_every_micro_step() const {
+    return in_.strategy.kind != StrategyKind::DDP && in_.strategy.kind != StrategyKind::Zero1;
+  }
 
   double bucket_limit() const {
-    return in_.strategy.kind == StrategyKind::HSDP ? 1.0 : in_.sharding.grad_bucket_elements;
+    if (in_.strategy.kind == StrategyKind::HSDP || fw_.reduce == Granularity::Unit) return 1.0;  // one unit at a time
+    return in_.sharding.grad_bucket_elements;
   }
+
+  // The pieces a unit is gathered in (bytes of each collective).
+  std::vector<double> gather_pieces(int unit) {
+    const UnitWork& u = w_.units[unit];
+    if (fw_.gather != Granularity::Tensor) return {pe_ * double(u.gather_params)};
+    std::vector<double> out;
+    double small = 0;
+    for (int64_t t : u.tensors) {
+      if (double(t) >= persistence_) out.push_back(pe_ * double(t));
+      else small += double(t);
+    }
+    if (u.gather_params > u.params) out.push_back(pe_ * double(u.gather_params - u.params));  // tied weights
+    if (unit_seen_.insert(unit).second) persistent_elems_ += small;
+    return out;
+  }
+  std::set<int> unit_seen_;
+
+  // The host task of use i: it launches the gathers this use issues (its own, if not prefetched,
+  // and the prefetch of the next ones) and then the use's compute. It waits for all device work
+  // after a device synchronize; for the compute of an older use under a rate limiter; and for a
+  // reduction that a bucket flush waits for.
+  template <class Issue>
+  int64_t host_for_use(size_t i, int depth, bool per_tensor, const std::vector<std::vector<double>>& pieces,
+                       std::vector<size_t>& gathered, const std::vector<int64_t>& compute_of_use, Issue& issue) {
+    std::vector<uint32_t> deps;
+    if (fw_.device_sync)
+      for (int s = 0; s < kStreamCount; ++s)
+        if (last_task_[s] >= 0 && s != int(StreamId::Host)) deps.push_back(uint32_t(last_task_[s]));
+    if (fw_.max_inflight > 0 && i >= size_t(fw_.max_inflight) && compute_of_use[i - fw_.max_inflight] >= 0)
+      deps.push_back(uint32_t(compute_of_use[i - fw_.max_inflight]));
+    if (pending_host_wait_ >= 0) deps.push_back(uint32_t(pending_host_wait_)), pending_host_wait_ = -1;
+    const int64_t h = add_task(TaskKind::HostWork, StreamId::Host, -1, current_micro_step_, deps, 0);
+    // What the host launches now: this use's gathers not yet in flight, then the prefetch.
+    const int64_t buffer = i >= size_t(depth) + 1 ? compute_of_use[i - depth - 1] : prev_compute_;
+    int launched = issue(i, pieces[i].size(), fw_.device_sync ? -1 : buffer, h);
+    if (per_tensor) {
+      if (i + 1 < pieces.size()) launched += issue(i + 1, size_t(fw_.prefetch_tensors), -1, h);
+    } else {
+      for (size_t j = i + 1; j <= i + size_t(depth) && j < pieces.size(); ++j) {
+        const int64_t free = j >= size_t(depth) + 1 ? compute_of_use[j - depth - 1] : prev_compute_;
+        launched += issue(j, pieces[j].size(), free, h);
+      }
+    }
+    // Launch costs of serial collectives are on the gather stream already (CommOp::serial_host_s).
+    const double seconds = fw_.host_per_unit_s + (fw_.sync_per_collective ? 0.0 : launched * fw_.host_per_collective_s);
+    g_.tasks[size_t(h)].op = compute_index({TaskKind::HostWork, -1, int64_t(std::llround(seconds * 1e9))});
+    return h;
+  }
+  int current_micro_step_ = 0;
 
   uint32_t compute_index(const ComputeOp& op) {
     for (size_t i = 0; i < g_.compute_ops.size(); ++i)
@@ -165,6 +267,8 @@ class Builder {
     for (uint32_t d : deps) g_.deps.push_back(d);
     t.deps_end = uint32_t(g_.deps.size());
     g_.tasks.push_back(t);
+    last_task_[int(stream)] = int64_t(g_.tasks.size() - 1);
+    current_micro_step_ = m;
     return int64_t(g_.tasks.size() - 1);
   }
 
@@ -172,55 +276,75 @@ class Builder {
     return add_task(kind, StreamId::Compute, unit, m, deps, compute_index({kind, representative_unit(unit), 0}));
   }
 
-  // Parameter all-gather of one unit within the partition group; returns the task whose end means
-  // "parameters ready".
-  int64_t add_gather(int unit, int m, int64_t after_compute) {
+  int64_t add_copy(TaskKind kind, int unit, int m, double bytes, const std::vector<uint32_t>& deps) {
+    return add_task(kind, StreamId::Compute, unit, m, deps, compute_index({kind, -1, int64_t(bytes)}));
+  }
+
+  // All-gather of `bytes` of one unit within the partition group; returns the task whose end means
+  // "parameters ready". Waits for `after_compute` (a buffer to be free) and `launch` (its host task).
+  int64_t add_gather(int unit, int m, double bytes, int64_t after_compute, int64_t launch) {
     std::vector<uint32_t> deps;
     if (after_compute >= 0) deps.push_back(uint32_t(after_compute));
-    const double bytes = pe_ * double(w_.units[unit].gather_params);
+    if (launch >= 0) deps.push_back(uint32_t(launch));
+    const double serial = fw_.sync_per_collective ? fw_.host_per_collective_s : 0.0;
     const ParallelLayout& l = in_.layout;
     if (!l.hierarchical) {
       return add_task(TaskKind::ParamAllGather, StreamId::Gather, unit, m, deps,
-                      comm_index({CollectiveOp::AllGather, GroupKind::Partition, bytes, 1}));
+                      comm_index({CollectiveOp::AllGather, GroupKind::Partition, bytes, 1, serial}));
     }
     const int k = l.partition_group_nodes(), g = l.gpus_per_node;
     int64_t inter = add_task(TaskKind::ParamGatherInter, StreamId::Gather, unit, m, deps,
-                             comm_index({CollectiveOp::AllGather, GroupKind::InterNode, bytes / g, 1}));
+                             comm_index({CollectiveOp::AllGather, GroupKind::InterNode, bytes / g, 1, serial}));
     int64_t copy = add_task(TaskKind::ParamGatherCopy, StreamId::Gather, unit, m, {uint32_t(inter)},
                             compute_index({TaskKind::ParamGatherCopy, -1, int64_t(bytes / g)}));
     return add_task(TaskKind::ParamGatherIntra, StreamId::Gather, unit, m, {uint32_t(copy)},
                     comm_index({CollectiveOp::AllGather, GroupKind::IntraNode, bytes, k}));
   }
 
-  void add_grad_reduction(double elems, int m, bool last, uint32_t after, std::vector<uint32_t>& last_reduce) {
-    const double bytes = pe_ * elems;
+  void add_grad_reduction(double elems, const std::vector<int64_t>& tensors, int m, bool last, uint32_t after,
+                          std::vector<uint32_t>& last_reduce) {
     const ParallelLayout& l = in_.layout;
     const StrategyKind kind = in_.strategy.kind;
+    // The collectives of one reduction: one for the bucket, or one per parameter tensor (DeepSpeed <= 0.5).
+    std::vector<double> parts;
+    if (fw_.reduce == Granularity::Tensor) {
+      for (int64_t t : tensors) parts.push_back(pe_ * double(t));
+    } else {
+      parts.push_back(pe_ * elems);
+    }
+    // A bucket flush waits (on the host) for the previous bucket's reduction.
+    if (fw_.bucket_host_wait && prev_reduce_ >= 0) pending_host_wait_ = prev_reduce_;
+    const double serial = fw_.sync_per_collective ? fw_.host_per_collective_s : 0.0;
     auto reduce = [&](TaskKind tk, CollectiveOp op, GroupKind grp, double b, uint32_t dep) {
-      int64_t t = add_task(tk, StreamId::Reduce, -1, m, {dep}, comm_index({op, grp, b, 1}));
+      int64_t t = add_task(tk, StreamId::Reduce, -1, m, {dep}, comm_index({op, grp, b, 1, serial}));
       if (last) last_reduce.push_back(uint32_t(t));
+      prev_reduce_ = t;
       return uint32_t(t);
     };
-    switch (kind) {
-      case StrategyKind::DDP:
-        if (last && l.world > 1) reduce(TaskKind::GradAllReduce, CollectiveOp::AllReduce, GroupKind::World, bytes, after);
-        break;
-      case StrategyKind::Zero1:
-        if (last && l.world > 1) reduce(TaskKind::GradReduceScatter, CollectiveOp::ReduceScatter, GroupKind::World, bytes, after);
-        break;
-      case StrategyKind::Zero2:
-      case StrategyKind::Zero3:
-        if (l.world > 1) reduce(TaskKind::GradReduceScatter, CollectiveOp::ReduceScatter, GroupKind::World, bytes, after);
-        break;
-      case StrategyKind::MiCS:
-      case StrategyKind::HSDP: {
-        uint32_t rs = after;
-        if (l.partition_size > 1)
-          rs = reduce(TaskKind::GradReduceScatter, CollectiveOp::ReduceScatter, GroupKind::Partition, bytes, after);
-        const bool sync_now = in_.strategy.two_hop_sync ? last : true;
-        if (sync_now && l.replication_size > 1)
-          reduce(TaskKind::GradAllReduce, CollectiveOp::AllReduce, GroupKind::Replication, bytes / l.partition_size, rs);
-        break;
+    // DeepSpeed with contiguous_gradients false reduces by flatten + all-reduce (docs/frameworks.md 1.4).
+    const CollectiveOp scatter = in_.strategy.contiguous_gradients ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce;
+    for (double bytes : parts) {
+      switch (kind) {
+        case StrategyKind::DDP:
+          if (last && l.world > 1) reduce(TaskKind::GradAllReduce, CollectiveOp::AllReduce, GroupKind::World, bytes, after);
+          break;
+        case StrategyKind::Zero1:
+          if (last && l.world > 1) reduce(TaskKind::GradReduceScatter, scatter, GroupKind::World, bytes, after);
+          break;
+        case StrategyKind::Zero2:
+        case StrategyKind::Zero3:
+          if (l.world > 1) reduce(TaskKind::GradReduceScatter, scatter, GroupKind::World, bytes, after);
+          break;
+        case StrategyKind::MiCS:
+        case StrategyKind::HSDP: {
+          uint32_t rs = after;
+          if (l.partition_size > 1) rs = reduce(TaskKind::GradReduceScatter, scatter, GroupKind::Partition, bytes, after);
+          const bool deferred = in_.strategy.two_hop_sync && !fw_.hsdp_allreduce_every_microstep;
+          const bool sync_now = deferred ? last : true;
+          if (sync_now && l.replication_size > 1)
+            reduce(TaskKind::GradAllReduce, CollectiveOp::AllReduce, GroupKind::Replication, bytes / l.partition_size, rs);
+          break;
+        }
       }
     }
   }

@@ -7,6 +7,7 @@ const char* to_string(StreamId s) {
     case StreamId::Compute: return "compute";
     case StreamId::Gather: return "gather";
     case StreamId::Reduce: return "reduce";
+    case StreamId::Host: return "host";
   }
   return "?";
 }
@@ -24,13 +25,16 @@ const char* to_string(TaskKind k) {
     case TaskKind::GradReduceScatter: return "grad_reduce_scatter";
     case TaskKind::GradAllReduce: return "grad_all_reduce";
     case TaskKind::ParamAllGatherAfterStep: return "param_all_gather_after_step";
+    case TaskKind::HostWork: return "host";
+    case TaskKind::ParamCopyOut: return "param_copy_out";
+    case TaskKind::GradBucketCopy: return "grad_bucket_copy";
   }
   return "?";
 }
 
 bool is_compute(TaskKind k) {
-  return k == TaskKind::Forward || k == TaskKind::Backward || k == TaskKind::Recompute ||
-         k == TaskKind::Optimizer || k == TaskKind::ParamGatherCopy;
+  return k == TaskKind::Forward || k == TaskKind::Backward || k == TaskKind::Recompute || k == TaskKind::Optimizer ||
+         k == TaskKind::ParamGatherCopy || k == TaskKind::HostWork || k == TaskKind::ParamCopyOut || k == TaskKind::GradBucketCopy;
 }
 
 const char* to_string(GroupKind g) {

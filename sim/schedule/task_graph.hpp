@@ -5,7 +5,9 @@
 //
 // Streams: compute (forward, backward, recompute, optimizer), gather (parameter all-gathers, issued
 // ahead of use: prefetch) and reduce (gradient reduce-scatter / all-reduce). Tasks on one stream run
-// in creation order, as CUDA streams do; a task also waits for its dependencies.
+// in creation order, as CUDA streams do; a task also waits for its dependencies. A fourth timeline,
+// host, is the framework's Python thread (hooks, launches, synchronisations): present only when the
+// framework profile has host costs or host-side waits; GPU work it launches waits for it.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -15,8 +17,8 @@
 
 namespace micsim {
 
-enum class StreamId : uint8_t { Compute = 0, Gather = 1, Reduce = 2 };
-constexpr int kStreamCount = 3;
+enum class StreamId : uint8_t { Compute = 0, Gather = 1, Reduce = 2, Host = 3 };
+constexpr int kStreamCount = 4;
 const char* to_string(StreamId s);
 
 enum class TaskKind : uint8_t {
@@ -26,6 +28,9 @@ enum class TaskKind : uint8_t {
   GradReduceScatter,                                       // hop 1 (or ZeRO-2/3 over all GPUs)
   GradAllReduce,                                           // hop 2 (replication group) or DDP
   ParamAllGatherAfterStep,                                 // ZeRO-1/2: gather updated parameters
+  HostWork,                                                // host timeline: hooks, launches, waits
+  ParamCopyOut,                                            // gathered parameters copied out of the flat buffer
+  GradBucketCopy,                                          // gradients copied into the reduce bucket
 };
 const char* to_string(TaskKind k);
 bool is_compute(TaskKind k);
@@ -39,15 +44,16 @@ struct CommOp {
   GroupKind group = GroupKind::Partition;
   double bytes = 0;        // nccl-tests convention (whole gathered buffer / whole input / buffer)
   int coalesced = 1;       // sub-operations issued in one group call (hierarchical step 3: k)
+  double serial_host_s = 0;  // host time that must pass before it starts (launch after a device synchronize)
   bool operator==(const CommOp& o) const {
-    return op == o.op && group == o.group && bytes == o.bytes && coalesced == o.coalesced;
+    return op == o.op && group == o.group && bytes == o.bytes && coalesced == o.coalesced && serial_host_s == o.serial_host_s;
   }
 };
 
 struct ComputeOp {
   TaskKind pass = TaskKind::Forward;
   int unit = 0;            // workload unit index (Forward/Backward/Recompute)
-  int64_t params = 0;      // Optimizer: local parameters updated; Copy: bytes copied
+  int64_t params = 0;      // Optimizer: local parameters updated; copies: bytes copied; HostWork: nanoseconds
   bool operator==(const ComputeOp& o) const { return pass == o.pass && unit == o.unit && params == o.params; }
 };
 

@@ -1,0 +1,120 @@
+#include "models/framework/framework.hpp"
+
+#include <fmt/format.h>
+
+#include <sstream>
+#include <stdexcept>
+
+#include "models/hardware/catalog.hpp"
+#include "models/io/yaml_node.hpp"
+
+namespace micsim {
+
+namespace {
+
+Granularity parse_granularity(const YamlNode& n) {
+  const std::string g = n.as_choice({"unit", "tensor", "bucket"});
+  return g == "unit" ? Granularity::Unit : g == "tensor" ? Granularity::Tensor : Granularity::Bucket;
+}
+
+FrameworkProfile parse_profile(const std::string& name, const YamlNode& n) {
+  n.check_keys({"description", "versions", "gather", "reduce", "host", "sources"});
+  FrameworkProfile p;
+  p.name = name;
+  p.family = name.rfind("deepspeed", 0) == 0 ? "deepspeed" : name;
+  p.description = n.at("description").as_string();
+  auto versions = n.at("versions").items();
+  if (versions.size() != 2) n.at("versions").fail("expected [FIRST, LAST]");
+  p.first_version = versions[0].is_null() ? "" : versions[0].as_string();
+  p.last_version = versions[1].is_null() ? "" : versions[1].as_string();
+  YamlNode g = n.at("gather");
+  g.check_keys({"granularity", "persistence_threshold", "prefetch_units", "prefetch_tensors", "device_sync", "sync_per_collective",
+                "max_inflight", "keep_across_turn", "copy_out"});
+  p.gather = parse_granularity(g.at("granularity"));
+  p.persistence_threshold = g.at("persistence_threshold").as_double_in(0, 1e12);
+  p.prefetch_units = int(g.at("prefetch_units").as_int_in(-1, 64));
+  p.prefetch_tensors = int(g.at("prefetch_tensors").as_int_in(0, 64));
+  p.device_sync = g.at("device_sync").as_bool();
+  p.sync_per_collective = g.at("sync_per_collective").as_bool();
+  p.max_inflight = int(g.at("max_inflight").as_int_in(0, 64));
+  p.keep_across_turn = g.at("keep_across_turn").as_bool();
+  p.copy_out = g.at("copy_out").as_double_in(0, 4);
+  YamlNode r = n.at("reduce");
+  r.check_keys({"granularity", "bucket_host_wait", "bucket_copy", "hsdp_allreduce_every_microstep"});
+  p.reduce = parse_granularity(r.at("granularity"));
+  p.bucket_host_wait = r.at("bucket_host_wait").as_bool();
+  p.bucket_copy = r.at("bucket_copy").as_double_in(0, 4);
+  p.hsdp_allreduce_every_microstep = r.at("hsdp_allreduce_every_microstep").as_bool();
+  YamlNode h = n.at("host");
+  h.check_keys({"per_unit_us", "per_collective_us"});
+  p.host_per_unit_s = h.at("per_unit_us").as_double_in(0, 1e6) * 1e-6;
+  p.host_per_collective_s = h.at("per_collective_us").as_double_in(0, 1e6) * 1e-6;
+  YamlNode s = n.at("sources");
+  for (const auto& k : s.keys()) p.sources[k] = s.at(k).as_string();
+  return p;
+}
+
+const std::vector<FrameworkProfile>& all_profiles() {
+  static const std::vector<FrameworkProfile> profiles = [] {
+    std::vector<FrameworkProfile> out;
+    YamlNode root = load_embedded_catalog("models/catalog/frameworks.yaml");
+    root.check_keys({"frameworks"});
+    YamlNode f = root.at("frameworks");
+    for (const auto& name : f.keys()) out.push_back(parse_profile(name, f.at(name)));
+    return out;
+  }();
+  return profiles;
+}
+
+std::vector<int> version_parts(const std::string& v) {
+  std::vector<int> parts;
+  std::stringstream ss(v);
+  std::string item;
+  while (std::getline(ss, item, '.')) {
+    int x = 0;
+    for (char c : item) {
+      if (c < '0' || c > '9') break;
+      x = x * 10 + (c - '0');
+      if (x > 1000000) break;
+    }
+    parts.push_back(x);
+  }
+  return parts;
+}
+
+}  // namespace
+
+int compare_versions(const std::string& a, const std::string& b) {
+  if (a.empty() || b.empty()) return a.empty() == b.empty() ? 0 : (a.empty() ? 1 : -1);
+  auto x = version_parts(a), y = version_parts(b);
+  for (size_t i = 0; i < std::max(x.size(), y.size()); ++i) {
+    int u = i < x.size() ? x[i] : 0, v = i < y.size() ? y[i] : 0;
+    if (u != v) return u < v ? -1 : 1;
+  }
+  return 0;
+}
+
+const std::vector<std::string>& framework_names() {
+  static const std::vector<std::string> names = {"ideal", "deepspeed", "fsdp1", "fsdp2", "smp"};
+  return names;
+}
+
+const FrameworkProfile& resolve_framework(const std::string& family, const std::string& version) {
+  std::string known;
+  const FrameworkProfile* newest = nullptr;
+  for (const auto& p : all_profiles()) {
+    if (p.family != family) continue;
+    known += fmt::format("{}{} ({}..{})", known.empty() ? "" : ", ", p.name, p.first_version.empty() ? "*" : p.first_version,
+                         p.last_version.empty() ? "" : p.last_version);
+    if (!newest || compare_versions(p.last_version, newest->last_version) > 0) newest = &p;
+    if (version.empty()) continue;
+    const bool after_first = p.first_version.empty() || compare_versions(version, p.first_version) >= 0;
+    const bool before_last = p.last_version.empty() || compare_versions(version, p.last_version) <= 0;
+    if (after_first && before_last) return p;
+  }
+  if (!newest) throw std::invalid_argument("unknown framework '" + family + "'");
+  if (!version.empty()) throw std::invalid_argument(fmt::format("no {} profile covers version {}; known: {}", family, version, known));
+  return *newest;
+}
+
+}  // namespace micsim

@@ -1,0 +1,56 @@
+#pragma once
+// Framework profiles (strategy.framework, strategy.version): the mechanisms by which DeepSpeed, FSDP1,
+// FSDP2 and SageMaker SMP really run sharded data parallelism — gather granularity, prefetch, host
+// synchronisation, rate limits, copies, reduce bucketing — as data (models/catalog/frameworks.yaml,
+// each mechanism with its source; docs/frameworks.md has the full record). The schedule turns a
+// profile into tasks; `ideal` is micsim's schedule without any of these effects.
+#include <map>
+#include <string>
+#include <vector>
+
+namespace micsim {
+
+enum class Granularity { Unit, Tensor, Bucket };
+
+struct FrameworkProfile {
+  std::string name;           // ideal | deepspeed-2021 | deepspeed-0.5 | deepspeed | fsdp1 | fsdp2 | smp
+  std::string family;         // ideal | deepspeed | fsdp1 | fsdp2 | smp (what users write in strategy.framework)
+  std::string description;
+  std::string first_version, last_version;  // release range ("" = open)
+  // Gather
+  Granularity gather = Granularity::Unit;
+  double persistence_threshold = 0;  // elements: smaller tensors stay gathered
+  int prefetch_units = -1;           // -1: from stage3_prefetch_bucket_size (DeepSpeed semantics)
+  int prefetch_tensors = 0;
+  bool device_sync = false;
+  bool sync_per_collective = false;
+  int max_inflight = 0;
+  bool keep_across_turn = true;
+  double copy_out = 0;
+  // Reduce
+  Granularity reduce = Granularity::Bucket;
+  bool bucket_host_wait = false;
+  double bucket_copy = 0;
+  bool hsdp_allreduce_every_microstep = false;
+  // Host
+  double host_per_unit_s = 0;
+  double host_per_collective_s = 0;
+  std::map<std::string, std::string> sources;  // mechanism -> where it was read
+
+  bool is_ideal() const { return name == "ideal"; }
+  // True when the schedule needs a host (CPU) timeline: hook or launch costs, or host-side waits.
+  bool models_host() const {
+    return host_per_unit_s > 0 || host_per_collective_s > 0 || device_sync || max_inflight > 0 || bucket_host_wait;
+  }
+};
+
+// The families a user can name, and the profile for a family at a version ("" = its newest).
+const std::vector<std::string>& framework_names();
+// Throws std::invalid_argument with a message naming the known versions when none matches.
+// The profile lives in the built-in catalog for the whole run.
+const FrameworkProfile& resolve_framework(const std::string& family, const std::string& version);
+
+// Compares dotted versions numerically ("0.5.10" > "0.5.4"); "" sorts as the newest.
+int compare_versions(const std::string& a, const std::string& b);
+
+}  // namespace micsim
