@@ -11,6 +11,9 @@ struct InstanceSpec;
 }
 namespace micsim::cli {
 
+// Runs micsim with these arguments (argv[0] is the program name) and returns the exit status.
+int run(int argc, char** argv);
+
 using Runner = std::function<int()>;
 Runner add_simulate(CLI::App& app);
 Runner add_collective(CLI::App& app);

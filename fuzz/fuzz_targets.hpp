@@ -20,6 +20,9 @@
 #include "sim/simulation.hpp"
 #include "validation/gemm.hpp"
 #include "validation/nccl_tests.hpp"
+#include "validation/training_validation.hpp"
+
+#include <map>
 
 namespace micsim::fuzz {
 
@@ -115,6 +118,56 @@ inline void gemm_csv(const std::string& text) {
         if (v) require_finite(*v, "fitted GEMM term");
     }
   });
+}
+
+// Training-result CSVs become generated scenarios (the CSV -> YAML path): parse, then simulate the
+// first rows. No CSV text may reach the scenario as YAML (fields cannot add keys).
+inline void training_csv(const std::string& text) {
+  parse_or_input_error([&] {
+    auto rows = parse_training_dataset(text, "<fuzz>/training.csv");
+    std::vector<TrainingRow> first;
+    for (const auto& r : rows)
+      if (!r.scenario_yaml.empty() && first.size() < 3) first.push_back(r);
+    for (const auto& c : compare_training(first)) require_finite(c.predicted, "predicted metric");
+  });
+}
+
+// The command line. Each input line is one argument (at most 24, 256 bytes each). Arguments with a
+// '/' are dropped, so that every path is a file of the fuzzer's own working directory (see
+// cli_workspace); "simgrid" is dropped to keep runs fast. The exit status must be 0, 2, 3 or 4:
+// 1 (internal error) or a crash is a finding.
+inline std::vector<std::string> cli_arguments(const std::string& text) {
+  std::vector<std::string> args = {"micsim"};
+  std::istringstream lines(text);
+  for (std::string a; std::getline(lines, a) && args.size() < 25;) {
+    if (a.size() > 256 || a.find('/') != std::string::npos || a.find("simgrid") != std::string::npos) continue;
+    args.push_back(a);
+  }
+  return args;
+}
+
+// Files the command-line fuzzer's working directory holds, so arguments can name real inputs.
+inline const std::map<std::string, std::string>& cli_workspace() {
+  static const std::map<std::string, std::string> files = {
+      {"s.yaml",
+       "cluster: {instance: p4d.24xlarge, nodes: 2}\nmodel: {preset: bert-10b}\n"
+       "training: {seq_len: 512, micro_batch: 8, global_batch: 256, activation_checkpointing: true}\n"
+       "strategy: {kind: mics, partition_size: 8}\nplan: {nodes: [1, 2], micro_batches: [4, 8], refine: 0}\n"},
+      {"ds.json", "{\"train_micro_batch_size_per_gpu\": 4, \"zero_optimization\": {\"stage\": 3, \"mics_shard_size\": 8}}\n"},
+      {"g.csv", "m,n,k,time_us\n4096,4096,4096,700\n8192,8192,8192,4500\n2048,2048,2048,120\n"},
+      {"rows.csv",
+       "source,cluster,gpus,nodes,collective,bytes,time_us,algbw_GBps,busbw_GBps\n"
+       "me,AWS p4d.24xlarge,16,2,all_gather,1048576,100,10.5,9.8\nme,AWS p4d.24xlarge,32,4,all_reduce,67108864,2000,33.5,65\n"},
+      {"cal.yaml", "instance: p4d.24xlarge\nnetwork: {inter_efficiency: 0.7}\n"},
+  };
+  return files;
+}
+
+inline void check_cli_status(int status, const std::vector<std::string>& args) {
+  if (status == 0 || status == 2 || status == 3 || status == 4) return;
+  std::string shown;
+  for (const auto& a : args) shown += " '" + a + "'";
+  throw FuzzFinding("exit status " + std::to_string(status) + " for:" + shown);
 }
 
 }  // namespace micsim::fuzz

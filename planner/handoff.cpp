@@ -180,10 +180,17 @@ DeepSpeedOverrides parse_deepspeed_config(const std::string& text, const std::st
       set("zero_optimization.stage3_prefetch_bucket_size", fmt::format("strategy.prefetch_bucket_size={}", *v));
     if (auto v = integer(z, "stage3_max_live_parameters", "zero_optimization.stage3_max_live_parameters"))
       set("zero_optimization.stage3_max_live_parameters", fmt::format("strategy.max_live_parameters={}", *v));
+    // A DeepSpeed config is run by DeepSpeed: its profile, unless the scenario names a version of it.
+    set("zero_optimization", "strategy.framework=deepspeed");
+    if (auto v = integer(z, "stage3_param_persistence_threshold", "zero_optimization.stage3_param_persistence_threshold"))
+      set("zero_optimization.stage3_param_persistence_threshold", fmt::format("strategy.persistence_threshold={}", *v));
+    if (auto v = boolean(z, "contiguous_gradients", "zero_optimization.contiguous_gradients"))
+      set("zero_optimization.contiguous_gradients", fmt::format("strategy.contiguous_gradients={}", *v ? "true" : "false"));
     for (auto it = z.begin(); it != z.end(); ++it) {
       static const std::vector<std::string> used = {"stage", "mics_shard_size", "mics_hierarchical_params_gather",
                                                     "reduce_bucket_size", "stage3_prefetch_bucket_size",
-                                                    "stage3_max_live_parameters"};
+                                                    "stage3_max_live_parameters", "stage3_param_persistence_threshold",
+                                                    "contiguous_gradients"};
       if (std::find(used.begin(), used.end(), it.key()) == used.end()) out.ignored.push_back("zero_optimization." + it.key());
     }
   }

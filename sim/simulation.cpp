@@ -82,6 +82,8 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
   r.model_name = sc.model.name;
   r.instance_name = sc.cluster.instance.name;
   r.strategy = to_string(sc.strategy.kind);
+  const FrameworkProfile& fw = *sc.strategy.framework;
+  r.framework = fw.name + (sc.strategy.framework_version.empty() ? "" : " " + sc.strategy.framework_version);
   if (sc.cluster.instance.price_usd_per_hour) r.price_usd_per_hour = *sc.cluster.instance.price_usd_per_hour * sc.cluster.nodes;
 
   // One summary row per unique collective, with its number of calls per step.
@@ -110,6 +112,10 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
   if (p.compute_slowdown > 1.0)
     r.sources.push_back(fmt::format("compute {:.1f} % slower from allocator pressure at {:.0f} % memory use (FSDP paper sec 5.4; "
                                     "onset and slope fitted on MosaicML runs)", 100 * (p.compute_slowdown - 1), 100 * p.memory_utilisation));
+  if (!fw.is_ideal()) {
+    r.sources.push_back(fmt::format("framework {}: {}", r.framework, fw.description));
+    for (const auto& [mechanism, source] : fw.sources) r.sources.push_back(fmt::format("framework {} {}: {}", fw.name, mechanism, source));
+  }
   r.sources.push_back(fmt::format("model {}: {}", sc.model.name, sc.model.source.empty() ? "inline spec" : sc.model.source));
   r.sources.push_back("collective costs: NCCL tuning.cc latency/protocol model (../shared/reference/nccl-and-compute.md §3)");
   r.sources.push_back("FLOPs: 6N + 12·L·h·s per token (PaLM convention, non-causal attention, no recompute)");

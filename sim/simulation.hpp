@@ -55,6 +55,7 @@ struct SimulationResult {
   std::optional<double> price_usd_per_hour;      // cluster, from the catalog
   int64_t params = 0;
   std::string model_name, instance_name, strategy;
+  std::string framework = "ideal";               // profile that ran it (and version, when given)
   std::vector<std::string> sources;              // where the numbers come from
   std::vector<std::string> warnings;
   StepTimeline timeline;                         // per-task times (for traces)

@@ -8,16 +8,43 @@
 #include <iterator>
 #include <functional>
 #include <map>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "fuzz/fuzz_targets.hpp"
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// The command-line target, replayed through the real binary in a fresh workspace (as fuzz_cli runs
+// it in-process): the exit status must be 0, 2, 3 or 4.
+void cli_replay(const std::string& text) {
+  const fs::path dir = fs::temp_directory_path() / ("micsim-cli-replay-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const auto& [name, content] : micsim::fuzz::cli_workspace()) std::ofstream(dir / name) << content;
+  std::vector<std::string> args = micsim::fuzz::cli_arguments(text);
+  std::string cmd = "cd '" + dir.string() + "' && '" + MICSIM_BINARY + "'";
+  for (size_t i = 1; i < args.size(); ++i) {
+    std::string q;
+    for (char c : args[i]) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    cmd += " '" + q + "'";
+  }
+  cmd += " > out.txt 2>&1";
+  int st = std::system(cmd.c_str());
+  fs::remove_all(dir);
+  micsim::fuzz::check_cli_status(WIFEXITED(st) ? WEXITSTATUS(st) : -1, args);
+}
+
+}  // namespace
+
 TEST_CASE("fuzz corpus and past findings: parsed or rejected with a clear error, never a crash") {
   const std::map<std::string, std::function<void(const std::string&)>> targets = {
       {"scenario", micsim::fuzz::scenario},       {"hf_config", micsim::fuzz::hf_config},
       {"deepspeed", micsim::fuzz::deepspeed},     {"nccl_tests", micsim::fuzz::nccl_tests},
-      {"calibration", micsim::fuzz::calibration}, {"gemm_csv", micsim::fuzz::gemm_csv}};
+      {"calibration", micsim::fuzz::calibration}, {"gemm_csv", micsim::fuzz::gemm_csv},
+      {"training_csv", micsim::fuzz::training_csv}, {"cli", cli_replay}};
   size_t replayed = 0;
   for (const auto& [name, run] : targets) {
     size_t seeds = 0;

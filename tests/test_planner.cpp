@@ -92,9 +92,10 @@ TEST_CASE("hand-off: DeepSpeed and FSDP fragments, and a DeepSpeed config read b
   CHECK(sc2.training.micro_batch == 8);
   // Hugging Face "auto" keeps the scenario's value; bad types are errors with the line.
   auto hf = read_deepspeed_config(temp_file("hf.json", R"({"train_micro_batch_size_per_gpu": "auto", "zero_optimization": {"stage": 2}})"), 32);
-  REQUIRE(hf.overrides.size() == 1);
+  REQUIRE(hf.overrides.size() == 2);
   CHECK(hf.overrides[0].assignment == "strategy.kind=zero2");
   CHECK(hf.overrides[0].origin.find("zero_optimization.stage") != std::string::npos);
+  CHECK(hf.overrides[1].assignment == "strategy.framework=deepspeed");  // a DeepSpeed config runs on DeepSpeed
   std::string bad = temp_file("bad-ds.json", "{\n  \"zero_optimization\": {\n    \"stage\": \"three\"\n  }\n}\n");
   try {
     read_deepspeed_config(bad, 32);

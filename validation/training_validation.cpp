@@ -183,8 +183,10 @@ bool is_training_dataset(const std::string& path) {
   return head.rfind("source,section,Model", 0) == 0 || head.rfind("id,source,system", 0) == 0;
 }
 
-std::vector<TrainingRow> load_training_dataset(const std::string& path) {
-  CsvTable t = load_csv(path);
+std::vector<TrainingRow> load_training_dataset(const std::string& path) { return parse_training_dataset(read_whole_file(path), path); }
+
+std::vector<TrainingRow> parse_training_dataset(const std::string& text, const std::string& path) {
+  CsvTable t = parse_csv(text, path);
   if (t.column("section") >= 0 && t.column("MFU") >= 0) return load_mosaicml(t);
   if (t.column("id") >= 0 && t.column("metric") >= 0) return load_training_results(t);
   throw InputError({path, 1, 0}, "", "not a known dataset (expected the MosaicML table, training-results.csv or nccl-tests rows)");

@@ -27,6 +27,7 @@ struct TrainingRow {
 
 bool is_training_dataset(const std::string& path);
 std::vector<TrainingRow> load_training_dataset(const std::string& path);
+std::vector<TrainingRow> parse_training_dataset(const std::string& text, const std::string& shown_name);
 
 struct TrainingComparison {
   TrainingRow row;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <sstream>
 #include <stdexcept>
 
@@ -18,7 +19,7 @@ Granularity parse_granularity(const YamlNode& n) {
 }
 
 FrameworkProfile parse_profile(const std::string& name, const YamlNode& n) {
-  n.check_keys({"description", "versions", "gather", "reduce", "host", "sources"});
+  n.check_keys({"description", "versions", "kinds", "gather", "reduce", "host", "sources"});
   FrameworkProfile p;
   p.name = name;
   p.family = name.rfind("deepspeed", 0) == 0 ? "deepspeed" : name;
@@ -27,6 +28,8 @@ FrameworkProfile parse_profile(const std::string& name, const YamlNode& n) {
   if (versions.size() != 2) n.at("versions").fail("expected [FIRST, LAST]");
   p.first_version = versions[0].is_null() ? "" : versions[0].as_string();
   p.last_version = versions[1].is_null() ? "" : versions[1].as_string();
+  if (auto k = n.get("kinds"))
+    for (const auto& item : k->items()) p.kinds.push_back(item.as_string());
   YamlNode g = n.at("gather");
   g.check_keys({"granularity", "persistence_threshold", "prefetch_units", "prefetch_tensors", "device_sync", "sync_per_collective",
                 "max_inflight", "keep_across_turn", "copy_out"});
@@ -54,13 +57,13 @@ FrameworkProfile parse_profile(const std::string& name, const YamlNode& n) {
   return p;
 }
 
-const std::vector<FrameworkProfile>& all_profiles() {
-  static const std::vector<FrameworkProfile> profiles = [] {
-    std::vector<FrameworkProfile> out;
+const std::vector<std::shared_ptr<const FrameworkProfile>>& all_profiles() {
+  static const std::vector<std::shared_ptr<const FrameworkProfile>> profiles = [] {
+    std::vector<std::shared_ptr<const FrameworkProfile>> out;
     YamlNode root = load_embedded_catalog("models/catalog/frameworks.yaml");
     root.check_keys({"frameworks"});
     YamlNode f = root.at("frameworks");
-    for (const auto& name : f.keys()) out.push_back(parse_profile(name, f.at(name)));
+    for (const auto& name : f.keys()) out.push_back(std::make_shared<const FrameworkProfile>(parse_profile(name, f.at(name))));
     return out;
   }();
   return profiles;
@@ -99,22 +102,26 @@ const std::vector<std::string>& framework_names() {
   return names;
 }
 
-const FrameworkProfile& resolve_framework(const std::string& family, const std::string& version) {
+std::shared_ptr<const FrameworkProfile> resolve_framework(const std::string& family, const std::string& version,
+                                                          const std::string& kind) {
   std::string known;
-  const FrameworkProfile* newest = nullptr;
-  for (const auto& p : all_profiles()) {
+  std::shared_ptr<const FrameworkProfile> newest;
+  for (const auto& ptr : all_profiles()) {
+    const FrameworkProfile& p = *ptr;
     if (p.family != family) continue;
+    if (!kind.empty() && !p.kinds.empty() && std::find(p.kinds.begin(), p.kinds.end(), kind) == p.kinds.end()) continue;
     known += fmt::format("{}{} ({}..{})", known.empty() ? "" : ", ", p.name, p.first_version.empty() ? "*" : p.first_version,
                          p.last_version.empty() ? "" : p.last_version);
-    if (!newest || compare_versions(p.last_version, newest->last_version) > 0) newest = &p;
+    if (!newest || compare_versions(p.last_version, newest->last_version) > 0) newest = ptr;
     if (version.empty()) continue;
     const bool after_first = p.first_version.empty() || compare_versions(version, p.first_version) >= 0;
     const bool before_last = p.last_version.empty() || compare_versions(version, p.last_version) <= 0;
-    if (after_first && before_last) return p;
+    if (after_first && before_last) return ptr;
   }
-  if (!newest) throw std::invalid_argument("unknown framework '" + family + "'");
+  if (!newest) throw std::invalid_argument(kind.empty() ? "unknown framework '" + family + "'"
+                                                        : fmt::format("{} has no profile that runs {}", family, kind));
   if (!version.empty()) throw std::invalid_argument(fmt::format("no {} profile covers version {}; known: {}", family, version, known));
-  return *newest;
+  return newest;
 }
 
 }  // namespace micsim

@@ -5,6 +5,7 @@
 // each mechanism with its source; docs/frameworks.md has the full record). The schedule turns a
 // profile into tasks; `ideal` is micsim's schedule without any of these effects.
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@ struct FrameworkProfile {
   std::string family;         // ideal | deepspeed | fsdp1 | fsdp2 | smp (what users write in strategy.framework)
   std::string description;
   std::string first_version, last_version;  // release range ("" = open)
+  std::vector<std::string> kinds;           // strategy kinds it runs (empty = all)
   // Gather
   Granularity gather = Granularity::Unit;
   double persistence_threshold = 0;  // elements: smaller tensors stay gathered
@@ -48,7 +50,9 @@ struct FrameworkProfile {
 const std::vector<std::string>& framework_names();
 // Throws std::invalid_argument with a message naming the known versions when none matches.
 // The profile lives in the built-in catalog for the whole run.
-const FrameworkProfile& resolve_framework(const std::string& family, const std::string& version);
+// `kind` picks among profiles of one release that differ by strategy (the 2021 MiCS prototype).
+std::shared_ptr<const FrameworkProfile> resolve_framework(const std::string& family, const std::string& version,
+                                                          const std::string& kind = "");
 
 // Compares dotted versions numerically ("0.5.10" > "0.5.4"); "" sorts as the newest.
 int compare_versions(const std::string& a, const std::string& b);

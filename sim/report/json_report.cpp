@@ -14,6 +14,7 @@ nlohmann::json to_json(const SimulationResult& r) {
   j["instance"] = r.instance_name;
   j["nodes"] = r.nodes;
   j["strategy"] = r.strategy;
+  j["framework"] = r.framework;
   j["world_size"] = r.world_size;
   j["partition_size"] = r.partition_size;
   j["replication_size"] = r.replication_size;
@@ -95,6 +96,7 @@ SimulationResult result_from_json(const nlohmann::json& j) {
   r.instance_name = j.at("instance");
   r.nodes = j.at("nodes");
   r.strategy = j.at("strategy");
+  if (j.contains("framework")) r.framework = j.at("framework");
   r.world_size = j.at("world_size");
   r.partition_size = j.at("partition_size");
   r.replication_size = j.at("replication_size");

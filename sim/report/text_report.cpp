@@ -45,6 +45,7 @@ std::string format_summary(const SimulationResult& r) {
   line("model", fmt::format("{}: {:.2f} B parameters", r.model_name, r.params / 1e9));
   line("strategy", fmt::format("{}: model states sharded over {} GPUs, {} replica(s)", r.strategy, r.partition_size,
                                r.replication_size));
+  if (r.framework != "ideal") line("framework", r.framework + " (mechanisms and their sources below)");
   line("batch", fmt::format("{} sequences x {} tokens per step, {} micro-step(s)", r.global_batch, r.seq_len,
                             r.grad_accumulation_steps));
   o += "\n";

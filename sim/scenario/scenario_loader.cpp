@@ -155,9 +155,9 @@ void parse_framework(const YamlNode& n, StrategySpec& s) {
     if (family == "ideal") v->fail("a version applies to a real framework: set strategy.framework (deepspeed, fsdp1, fsdp2, smp)");
   }
   try {
-    s.framework = &resolve_framework(family, version);
+    s.framework = resolve_framework(family, version, to_string(s.kind));
   } catch (const std::invalid_argument& e) {
-    n.at("version").fail(e.what());
+    (n.has("version") ? n.at("version") : n.at("kind")).fail(e.what());
   }
   s.framework_version = version;
   const std::string kind = to_string(s.kind);
@@ -175,6 +175,30 @@ void parse_framework(const YamlNode& n, StrategySpec& s) {
   if (family == "smp" && s.kind != StrategyKind::MiCS && s.kind != StrategyKind::Zero3 && s.kind != StrategyKind::DDP)
     refuse("SageMaker sharded data parallelism (v1) is MiCS: use kind mics (or zero3 for a degree of all GPUs); SMP v2 is FSDP-based (framework fsdp1)");
   if (auto v = n.get("persistence_threshold")) s.persistence_threshold = v->as_double_in(0, 1e12);
+  // strategy.mechanisms: what-if changes to the profile ("DeepSpeed 0.5 without the synchronize").
+  if (auto m = n.get("mechanisms")) {
+    m->check_keys({"gather_granularity", "prefetch_units", "prefetch_tensors", "device_sync", "sync_per_collective", "max_inflight",
+                   "copy_out", "reduce_granularity", "bucket_host_wait", "bucket_copy", "host_per_unit_us", "host_per_collective_us"});
+    auto f = std::make_shared<FrameworkProfile>(*s.framework);
+    auto granularity = [](const YamlNode& v) {
+      const std::string g = v.as_choice({"unit", "tensor", "bucket"});
+      return g == "unit" ? Granularity::Unit : g == "tensor" ? Granularity::Tensor : Granularity::Bucket;
+    };
+    if (auto v = m->get("gather_granularity")) f->gather = granularity(*v);
+    if (auto v = m->get("prefetch_units")) f->prefetch_units = int(v->as_int_in(-1, 64));
+    if (auto v = m->get("prefetch_tensors")) f->prefetch_tensors = int(v->as_int_in(0, 64));
+    if (auto v = m->get("device_sync")) f->device_sync = v->as_bool();
+    if (auto v = m->get("sync_per_collective")) f->sync_per_collective = v->as_bool();
+    if (auto v = m->get("max_inflight")) f->max_inflight = int(v->as_int_in(0, 64));
+    if (auto v = m->get("copy_out")) f->copy_out = v->as_double_in(0, 4);
+    if (auto v = m->get("reduce_granularity")) f->reduce = granularity(*v);
+    if (auto v = m->get("bucket_host_wait")) f->bucket_host_wait = v->as_bool();
+    if (auto v = m->get("bucket_copy")) f->bucket_copy = v->as_double_in(0, 4);
+    if (auto v = m->get("host_per_unit_us")) f->host_per_unit_s = v->as_double_in(0, 1e6) * 1e-6;
+    if (auto v = m->get("host_per_collective_us")) f->host_per_collective_s = v->as_double_in(0, 1e6) * 1e-6;
+    f->name += " (mechanisms changed)";
+    s.framework = f;
+  }
   if (auto v = n.get("contiguous_gradients")) {
     if (family != "deepspeed") v->fail("contiguous_gradients is a DeepSpeed setting (framework: deepspeed)");
     s.contiguous_gradients = v->as_bool();
@@ -184,7 +208,7 @@ void parse_framework(const YamlNode& n, StrategySpec& s) {
 StrategySpec parse_strategy(const YamlNode& n, const ClusterSpec& c, std::vector<std::string>& warnings) {
   n.check_keys({"kind", "partition_size", "hierarchical_allgather", "two_hop_sync", "reduce_bucket_size",
                 "prefetch_bucket_size", "max_live_parameters", "framework", "version", "persistence_threshold",
-                "contiguous_gradients"});
+                "contiguous_gradients", "mechanisms"});
   StrategySpec s;
   YamlNode kind = n.at("kind");
   // `fsdp` is FSDP FULL_SHARD / ZeRO-3: sharding over the whole data-parallel dimension.

@@ -323,6 +323,7 @@ class Builder {
     };
     // DeepSpeed with contiguous_gradients false reduces by flatten + all-reduce (docs/frameworks.md 1.4).
     const CollectiveOp scatter = in_.strategy.contiguous_gradients ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce;
+    uint32_t last_rs = after;
     for (double bytes : parts) {
       switch (kind) {
         case StrategyKind::DDP:
@@ -336,16 +337,17 @@ class Builder {
           if (l.world > 1) reduce(TaskKind::GradReduceScatter, scatter, GroupKind::World, bytes, after);
           break;
         case StrategyKind::MiCS:
-        case StrategyKind::HSDP: {
-          uint32_t rs = after;
-          if (l.partition_size > 1) rs = reduce(TaskKind::GradReduceScatter, scatter, GroupKind::Partition, bytes, after);
-          const bool deferred = in_.strategy.two_hop_sync && !fw_.hsdp_allreduce_every_microstep;
-          const bool sync_now = deferred ? last : true;
-          if (sync_now && l.replication_size > 1)
-            reduce(TaskKind::GradAllReduce, CollectiveOp::AllReduce, GroupKind::Replication, bytes / l.partition_size, rs);
+        case StrategyKind::HSDP:
+          if (l.partition_size > 1) last_rs = reduce(TaskKind::GradReduceScatter, scatter, GroupKind::Partition, bytes, after);
           break;
-        }
       }
+    }
+    // Hop 2: the shard of the whole bucket is all-reduced across the replication group in one
+    // (coalesced) call, at every micro-step or at the accumulation boundary only.
+    if ((kind == StrategyKind::MiCS || kind == StrategyKind::HSDP) && l.replication_size > 1) {
+      const bool deferred = in_.strategy.two_hop_sync && !fw_.hsdp_allreduce_every_microstep;
+      if (deferred ? last : true)
+        reduce(TaskKind::GradAllReduce, CollectiveOp::AllReduce, GroupKind::Replication, pe_ * elems / l.partition_size, last_rs);
     }
   }
 };

@@ -32,7 +32,7 @@ struct StrategySpec {
   double reduce_bucket_elements = 5e8;   // DeepSpeed reduce_bucket_size; DDP: bucket_cap_mb
   double prefetch_bucket_elements = 5e7; // DeepSpeed stage3_prefetch_bucket_size
   double max_live_parameters = 1e9;      // DeepSpeed stage3_max_live_parameters
-  const FrameworkProfile* framework = &resolve_framework("ideal", "");  // how the implementation runs it (catalog entry)
+  std::shared_ptr<const FrameworkProfile> framework = resolve_framework("ideal", "");  // how the implementation runs it
   std::string framework_version;         // as the user gave it ("" = the family's newest)
   bool contiguous_gradients = true;      // DeepSpeed: false reduces with flatten + all-reduce (2x bytes)
   double persistence_threshold = -1;     // stage3_param_persistence_threshold (elements); -1 = the framework's
