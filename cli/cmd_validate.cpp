@@ -7,6 +7,7 @@
 #include <iostream>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "cli/commands.hpp"
 #include "models/io/json_text.hpp"
@@ -20,7 +21,7 @@ Runner add_validate(CLI::App& app) {
   struct Opts {
     std::vector<std::string> datasets;
     std::string instance, json, calibration, op;
-    bool quiet = false;
+    bool quiet = false, held_out = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("validate", "Compare predictions with published or measured results");
@@ -30,6 +31,8 @@ Runner add_validate(CLI::App& app) {
   cmd->add_option("--op", o->op, "Collective of a log that does not name it");
   cmd->add_option("--json", o->json, "Write rows and summaries as JSON to FILE ('-' = stdout)");
   cmd->add_flag("--quiet,-q", o->quiet, "Print the summary only");
+  cmd->add_flag("--leave-one-source-out", o->held_out,
+                "nccl-tests: score each source with network terms fitted on the other sources only (per fabric, by node count)");
   return [o]() -> int {
     if (!o->instance.empty()) lookup_instance("--instance", o->instance);
     OutputPlan outputs;
@@ -87,6 +90,50 @@ Runner add_validate(CLI::App& app) {
     if (nccl_sets.empty()) {
       if (!o->json.empty()) write_output_file(o->json, json_text(nlohmann::json{{"training_rows", training_json}}));
       if (o->json != "-") write_stdout(training_text);
+      return 0;
+    }
+    if (o->held_out) {
+      std::vector<NcclTestRow> rows;
+      for (const auto& d : nccl_sets) {
+        auto r = load_nccl_tests(d, {o->op, 0, 0});
+        rows.insert(rows.end(), r.begin(), r.end());
+      }
+      auto held = compare_collectives_held_out(rows, ClusterMap::builtin());
+      // Per fabric and node-count band: median |error| and mean signed error, held-out rows only.
+      struct Acc { std::vector<double> err; std::set<std::string> sources; size_t in_sample = 0; };
+      std::map<std::pair<std::string, std::string>, Acc> acc;
+      nlohmann::json jrows = nlohmann::json::array();
+      for (const auto& h : held) {
+        const std::string band = h.c.row.nodes >= 4 ? "4+ nodes" : h.c.row.nodes >= 2 ? "2-3 nodes" : "1 node";
+        Acc& a = acc[{h.fabric, band}];
+        if (!h.held_out) {
+          ++a.in_sample;
+          continue;
+        }
+        a.err.push_back(h.c.error());
+        a.sources.insert(h.c.row.file);
+        jrows.push_back({{"fabric", h.fabric}, {"instance", h.c.instance}, {"file", h.c.row.file}, {"line", h.c.row.line},
+                         {"op", h.c.row.op_name}, {"nodes", h.c.row.nodes}, {"bytes", h.c.row.bytes}, {"metric", h.c.metric},
+                         {"published", h.c.published}, {"predicted", h.c.predicted}, {"error", h.c.error()},
+                         {"training_rows", h.training_rows}});
+      }
+      std::string text = fmt::format("Leave one source out: each file scored with network terms fitted on the other files of its "
+                                     "instance\n{:<18}{:<11}{:>6}{:>9}{:>12}{:>12}{:>10}  {}\n", "fabric", "nodes", "rows",
+                                     "sources", "median |e|", "mean error", "p90 |e|", "not held out (no other source)");
+      nlohmann::json jsum = nlohmann::json::array();
+      for (const auto& [key, a] : acc) {
+        auto s = summarize_errors(a.err);
+        double mean = 0;
+        for (double e : a.err) mean += e;
+        mean = a.err.empty() ? 0 : mean / double(a.err.size());
+        text += fmt::format("{:<18}{:<11}{:>6}{:>9}{:>11.1f}%{:>+11.1f}%{:>9.1f}%  {}\n", key.first, key.second, a.err.size(), a.sources.size(),
+                            100 * s.median_abs, 100 * mean, 100 * s.p90_abs, a.in_sample ? fmt::format("{} rows", a.in_sample) : "");
+        jsum.push_back({{"fabric", key.first}, {"nodes", key.second}, {"rows", a.err.size()}, {"sources", a.sources.size()},
+                        {"median_abs_error", s.median_abs}, {"mean_error", mean}, {"p90_abs_error", s.p90_abs},
+                        {"rows_not_held_out", a.in_sample}});
+      }
+      if (!o->json.empty()) write_output_file(o->json, json_text({{"held_out_rows", jrows}, {"held_out_summary", jsum}}));
+      if (o->json != "-") write_stdout(text);
       return 0;
     }
     std::vector<CollectiveComparison> all;

@@ -1,5 +1,7 @@
 #include "validation/collective_validation.hpp"
 
+#include <map>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -198,6 +200,40 @@ NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>&
     if (p.name == "intra_ramp_half_kib") c.intra_ramp_half_bytes = net.intra_ramp_half_bytes;
   }
   return fit;
+}
+
+std::vector<HeldOutComparison> compare_collectives_held_out(const std::vector<NcclTestRow>& rows, const ClusterMap& map) {
+  std::vector<HeldOutComparison> out;
+  // Rows by instance, with the file they came from.
+  std::map<std::string, std::vector<const NcclTestRow*>> by_instance;
+  for (const auto& r : rows)
+    if (auto inst = map.instance_for(r.cluster)) by_instance[*inst].push_back(&r);
+  for (const auto& [inst_name, inst_rows] : by_instance) {
+    const InstanceSpec& inst = HardwareCatalog::builtin().instance(inst_name);
+    std::map<std::string, std::vector<NcclTestRow>> by_file;
+    for (const auto* r : inst_rows) by_file[r->file].push_back(*r);
+    for (const auto& [file, held] : by_file) {
+      std::vector<NcclTestRow> training;
+      for (const auto& [other, rs] : by_file)
+        if (other != file) training.insert(training.end(), rs.begin(), rs.end());
+      std::optional<Calibration> cal;
+      if (!training.empty()) {
+        FitOptions fo;
+        fo.include_two_node_allreduce = true;  // trees at two nodes are part of what the model predicts
+        NetworkFit fit = fit_network(inst, training, fo);
+        if (!fit.fitted.empty()) cal = fit.calibration;
+      }
+      for (const auto& c : compare_collectives(held, map, inst_name, cal ? &*cal : nullptr)) {
+        HeldOutComparison h;
+        h.c = c;
+        h.fabric = inst.network.fabric.name;
+        h.held_out = cal.has_value();
+        h.training_rows = training.size();
+        out.push_back(h);
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace micsim

@@ -60,4 +60,16 @@ struct FitOptions {
 };
 NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>& rows, const FitOptions& opt = {});
 
+// Leave one source out: every published file is scored with network terms fitted on the other files'
+// rows of the same instance (all node counts and sizes), never on its own. A file whose instance no
+// other file measured is scored with the catalog defaults and flagged (`held_out` false): those
+// defaults may have been fitted on it.
+struct HeldOutComparison {
+  CollectiveComparison c;
+  std::string fabric;
+  bool held_out = false;        // the terms that scored it came from other sources only
+  size_t training_rows = 0;
+};
+std::vector<HeldOutComparison> compare_collectives_held_out(const std::vector<NcclTestRow>& rows, const ClusterMap& map);
+
 }  // namespace micsim
