@@ -12,13 +12,14 @@
 #include "sim/report/report.hpp"
 #include "validation/collective_validation.hpp"
 #include "validation/gemm.hpp"
+#include "validation/kernel_fit.hpp"
 
 namespace micsim::cli {
 
 Runner add_calibrate(CLI::App& app) {
   struct Opts {
     std::vector<std::string> nccl_tests, gemm;
-    std::string instance, out, op, base;
+    std::string instance, out, op, base, kernels;
     int ranks = 0, nodes = 0;
     bool two_node_ar = false;
   };
@@ -27,6 +28,9 @@ Runner add_calibrate(CLI::App& app) {
   cmd->add_option("--nccl-tests", o->nccl_tests, "nccl-tests output (text log or published CSV rows); repeatable");
   cmd->add_option("--gemm", o->gemm, "GEMM timings CSV (m,n,k,[batch],[dtype],time_us|tflops), e.g. the harness's gemm.csv; repeatable");
   cmd->add_option("--base", o->base, "Start from this calibration file (its other terms are kept)");
+  cmd->add_option("--kernels", o->kernels,
+                  "Directory of published kernel measurements (gemm/, attention/, hbm/ CSVs, e.g. validation/data): fit the "
+                  "instance GPU's GEMM, FP8, attention and HBM terms");
   cmd->add_option("--instance", o->instance, "Catalog instance the measurements were taken on")->required();
   cmd->add_option("--out", o->out, "Calibration file to write (YAML)")->required();
   cmd->add_option("--op", o->op, "Collective of a log that does not name it (all_reduce, all_gather, ...)");
@@ -36,8 +40,8 @@ Runner add_calibrate(CLI::App& app) {
                 "Also fit 2-node all_reduce rows (NCCL runs tree there; excluded by default)");
   return [o]() -> int {
     const InstanceSpec& inst = lookup_instance("--instance", o->instance);
-    if (o->nccl_tests.empty() && o->gemm.empty())
-      throw InputError({"micsim calibrate", 0, 0}, "", "give --nccl-tests FILE... and/or --gemm FILE...");
+    if (o->nccl_tests.empty() && o->gemm.empty() && o->kernels.empty())
+      throw InputError({"micsim calibrate", 0, 0}, "", "give --nccl-tests FILE..., --gemm FILE... or --kernels DIR");
     OutputPlan outputs;
     outputs.input(o->base);
     for (const auto& f : o->gemm) outputs.input(f);
@@ -48,6 +52,26 @@ Runner add_calibrate(CLI::App& app) {
     Calibration c;
     if (!o->base.empty()) c = load_calibration(o->base);
     std::vector<std::string> sources;
+    if (!o->kernels.empty()) {
+      KernelFit kf = fit_kernels(inst.gpu, o->kernels);
+      log << fmt::format("calibrating compute kernels of {} on published measurements in {}\n", inst.gpu.name, o->kernels);
+      for (const auto& r : kf.rows) log << fmt::format("  {:<34}{:>8.1f}%  {}:{}\n", r.what, 100 * r.error, r.file, r.line);
+      auto show = [&](const char* name, const std::optional<double>& v, size_t rows, double scale = 1) {
+        log << fmt::format("  {:<30} {}  ({} rows)\n", name, v ? fmt::format("{:.4g}", *v * scale) : std::string("not fitted"), rows);
+      };
+      show("gemm_efficiency", kf.calibration.gemm_efficiency, kf.gemm_rows);
+      show("gemm_dim_half", kf.calibration.gemm_dim_half, kf.gemm_rows);
+      show("gemm_overhead_us", kf.calibration.gemm_overhead_s, kf.gemm_rows, 1e6);
+      show("gemm_fp8_efficiency", kf.calibration.gemm_fp8_efficiency, kf.fp8_rows);
+      show("attention_efficiency", kf.calibration.attention_efficiency, kf.attention_fwd_rows);
+      show("attention_backward_efficiency", kf.calibration.attention_backward_efficiency, kf.attention_bwd_rows);
+      show("hbm_efficiency", kf.calibration.hbm_efficiency, kf.hbm_rows);
+      for (auto field : {&Calibration::gemm_efficiency, &Calibration::gemm_dim_half, &Calibration::gemm_overhead_s,
+                         &Calibration::gemm_fp8_efficiency, &Calibration::attention_efficiency,
+                         &Calibration::attention_backward_efficiency, &Calibration::hbm_efficiency})
+        if (kf.calibration.*field) c.*field = kf.calibration.*field;
+      sources.push_back("published kernel measurements: " + join_choices(kf.files));
+    }
     if (!o->gemm.empty()) {
       std::vector<GemmRow> rows;
       for (const auto& f : o->gemm) {

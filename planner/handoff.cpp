@@ -40,7 +40,7 @@ nlohmann::json deepspeed_fragment(const Scenario& sc) {
     z["stage3_max_live_parameters"] = int64_t(s.max_live_parameters);
   }
   j["zero_optimization"] = z;
-  if (sc.training.activation_checkpointing)
+  if (sc.training.activation_checkpointing())
     j["activation_checkpointing"] = {{"partition_activations", false}, {"contiguous_memory_optimization", false}};
   if (s.kind == StrategyKind::HSDP)
     j["_note"] = "hsdp is PyTorch FSDP HYBRID_SHARD: use the FSDP fragment (DeepSpeed's nearest is MiCS without 2-hop)";
@@ -71,7 +71,7 @@ nlohmann::json fsdp_fragment(const Scenario& sc) {
   j["micro_batch_size"] = sc.training.micro_batch;
   j["gradient_accumulation_steps"] = sc.grad_accumulation_steps();
   j["mixed_precision"] = to_string(sc.training.precision);
-  j["activation_checkpointing"] = sc.training.activation_checkpointing;
+  j["activation_checkpointing"] = sc.training.activation_checkpointing();
   j["forward_prefetch"] = true;
   j["backward_prefetch"] = "BACKWARD_PRE";
   return j;

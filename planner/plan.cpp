@@ -154,7 +154,7 @@ std::string describe(const Scenario& sc) {
   std::string s = fmt::format("{} x {} {}", sc.cluster.nodes, sc.cluster.instance.name, to_string(sc.strategy.kind));
   if (sc.strategy.kind == StrategyKind::MiCS || sc.strategy.kind == StrategyKind::HSDP) s += fmt::format(" p={}", l.partition_size);
   if (l.hierarchical) s += " hierarchical";
-  s += fmt::format(", micro-batch {}{}", sc.training.micro_batch, sc.training.activation_checkpointing ? ", checkpointing" : "");
+  s += fmt::format(", micro-batch {}{}", sc.training.micro_batch, sc.training.activation_checkpointing() ? ", checkpointing" : "");
   return s;
 }
 
@@ -220,7 +220,7 @@ PlanResult run_plan(const std::string& path, const std::vector<std::string>& bas
   if (spec.nodes.empty()) spec.nodes = {base.cluster.nodes};
   if (spec.strategies.empty()) spec.strategies = {"zero3", "mics", "hsdp", "ddp"};
   if (spec.micro_batches.empty()) spec.micro_batches = {int(base.training.micro_batch)};
-  if (spec.checkpointing.empty()) spec.checkpointing = {base.training.activation_checkpointing};
+  if (spec.checkpointing.empty()) spec.checkpointing = {base.training.activation_checkpointing()};
   const bool inline_instance = scenario_instance && base.cluster.instance.name == "inline-instance";
 
   // 1. Enumerate.
@@ -506,7 +506,7 @@ std::string format_plan(const PlanResult& r) {
                      sc.cluster.instance.name, sc.cluster.nodes, res.world_size, to_string(sc.strategy.kind),
                      grouped ? std::to_string(l.partition_size) : "-",
                      sc.strategy.kind == StrategyKind::MiCS && l.partition_size > l.gpus_per_node ? (l.hierarchical ? "yes" : "no") : "-",
-                     sc.training.micro_batch, res.grad_accumulation_steps, sc.training.activation_checkpointing ? "yes" : "no",
+                     sc.training.micro_batch, res.grad_accumulation_steps, sc.training.activation_checkpointing() ? "yes" : "no",
                      human_seconds(res.iteration_time_s), res.samples_per_s, res.tflops_per_gpu, 100 * res.mfu,
                      human_bytes(res.memory.headroom_bytes()), row.has_price ? fmt::format("{:.0f}", row.price_usd_per_hour) : "-");
     if (target)
@@ -547,7 +547,7 @@ std::string plan_csv(const PlanResult& r) {
     o += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{},{},{},{},{}\n", i + 1,
                      sc.cluster.instance.name, sc.cluster.nodes, res.world_size, to_string(sc.strategy.kind), res.partition_size,
                      l.hierarchical ? "true" : "false", sc.training.micro_batch, res.grad_accumulation_steps,
-                     sc.training.activation_checkpointing ? "true" : "false", res.iteration_time_s, res.samples_per_s,
+                     sc.training.activation_checkpointing() ? "true" : "false", res.iteration_time_s, res.samples_per_s,
                      res.tokens_per_s, res.tflops_per_gpu, res.mfu, res.memory.peak_bytes, res.memory.headroom_bytes(),
                      row.has_price ? fmt::format("{:.6g}", row.price_usd_per_hour) : "",
                      row.hours_for_target > 0 ? fmt::format("{:.6g}", row.hours_for_target) : "",
@@ -572,7 +572,7 @@ nlohmann::json plan_json(const PlanResult& r) {
     x.erase("sources");
     x.erase("warnings");
     x["rank"] = i + 1;
-    x["activation_checkpointing"] = row.eval->scenario->training.activation_checkpointing;
+    x["activation_checkpointing"] = row.eval->scenario->training.activation_checkpointing();
     x["micro_batch"] = row.eval->scenario->training.micro_batch;
     x["hierarchical_allgather"] = make_layout(row.eval->scenario->strategy, row.eval->scenario->cluster.nodes,
                                               row.eval->scenario->cluster.instance.gpus_per_node).hierarchical;

@@ -15,10 +15,14 @@ PreparedSimulation prepare_simulation(const Scenario& sc, const PrepareOptions& 
   wo.precision = sc.training.precision;
   wo.flash_attention = sc.training.flash_attention;
   wo.fused_kernels = sc.training.fused_kernels;
+  wo.compile = sc.training.compile;
+  wo.fp8 = sc.training.fp8;
+  wo.checkpointing = sc.training.checkpointing;
+  wo.checkpoint_every = sc.training.checkpoint_every;
   p.workload = build_workload(sc.model, wo);
   p.layout = make_layout(sc.strategy, sc.cluster.nodes, sc.cluster.instance.gpus_per_node);
   p.sharding = make_sharding(sc.strategy, p.layout, p.workload);
-  p.memory = estimate_memory(p.workload, p.sharding, {sc.training.activation_checkpointing, sc.training.flash_attention},
+  p.memory = estimate_memory(p.workload, p.sharding, {sc.training.checkpointing, sc.training.checkpoint_every, sc.training.flash_attention},
                              sc.training.optimizer, sc.cluster.instance.gpu.memory_bytes);
   p.network = NetworkParams::from_instance(sc.cluster.instance);
   sc.calibration.apply(p.network);
@@ -31,7 +35,6 @@ PreparedSimulation prepare_simulation(const Scenario& sc, const PrepareOptions& 
   in.layout = p.layout;
   in.sharding = p.sharding;
   in.micro_steps = static_cast<int>(sc.grad_accumulation_steps());
-  in.recompute = sc.training.activation_checkpointing;
   in.max_built_micro_steps = opt.max_built_micro_steps;
   p.graph = build_schedule(in);
 
@@ -69,7 +72,7 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
   r.tokens_per_s = tokens / tl.iteration_time_s;
   r.model_flops_per_step = model_flops_per_token(sc.model, p.workload.params, sc.training.seq_len) * tokens;
   r.hw_flops_per_step =
-      hardware_flops_per_token(sc.model, p.workload.params, sc.training.seq_len, sc.training.activation_checkpointing) * tokens;
+      hardware_flops_per_token(sc.model, p.workload.params, sc.training.seq_len, sc.training.checkpointing, sc.training.checkpoint_every) * tokens;
   r.peak_tflops_per_gpu = sc.cluster.instance.gpu.peak(sc.training.precision) / 1e12;
   r.tflops_per_gpu = r.model_flops_per_step / tl.iteration_time_s / r.world_size / 1e12;
   r.hw_tflops_per_gpu = r.hw_flops_per_step / tl.iteration_time_s / r.world_size / 1e12;

@@ -22,7 +22,7 @@ TEST_CASE("op-level FLOPs of a micro-step equal 6·N·T plus the attention term"
     CHECK(gemm_params / double(w.params.total) == doctest::Approx(1.0).epsilon(0.02));
     // With recompute the hardware does one more forward: 8·N·T + 16·L·h·s·T.
     const ParamCounts& p = w.params;
-    CHECK(hardware_flops_per_token(m, p, o.seq_len, true) ==
+    CHECK(hardware_flops_per_token(m, p, o.seq_len, Checkpointing::Full) ==
           doctest::Approx(8.0 * p.total + 16.0 * m.layers * m.hidden * double(o.seq_len)));
     CHECK(model_flops_per_token(m, p, o.seq_len) == doctest::Approx(6.0 * p.total + 12.0 * m.layers * m.hidden * double(o.seq_len)));
   }
@@ -47,7 +47,7 @@ TEST_CASE("model states follow (2+2+12)·Ψ/shard for mixed-precision Adam") {
   for (int shards : {1, 8, 16, 128}) {
     ShardingSpec s;
     s.param_shards = s.grad_shards = s.optimizer_shards = shards;
-    auto e = estimate_memory(w, s, {true, false}, Optimizer::Adam, 32.0 * (1 << 30));
+    auto e = estimate_memory(w, s, {Checkpointing::Full, 1, false}, Optimizer::Adam, 32.0 * (1 << 30));
     CHECK(e.model_states_bytes == doctest::Approx(16.0 * w.params.total / shards));
   }
   CHECK(optimizer_bytes_per_param(Optimizer::Adam, Precision::FP32) == 8.0);

@@ -48,11 +48,14 @@ std::vector<GemmRow> parse_gemm_csv(const std::string& text, const std::string& 
     g.name = cell("name");
     g.source = cell("source");
     g.shape = {dimension("m", true), dimension("n", true), dimension("k", true), dimension("batch", false)};
+    g.gpu = cell("gpu");
     std::string dt = cell("dtype");
     if (dt.empty() || dt == "fp16") g.dtype = Precision::FP16;
     else if (dt == "bf16") g.dtype = Precision::BF16;
     else if (dt == "fp32") g.dtype = Precision::FP32;
-    else throw InputError({path, row.line, 0}, "dtype", "expected fp16, bf16 or fp32, got '" + dt + "'");
+    else if (dt == "fp8") g.dtype = Precision::BF16, g.fp8 = true;
+    else if (dt == "tf32") g.dtype = Precision::FP32, g.tf32 = true;
+    else throw InputError({path, row.line, 0}, "dtype", "expected fp16, bf16, fp32, fp8 or tf32, got '" + shorten_for_message(dt) + "'");
     if (auto us = number("time_us", false)) g.time_s = *us * 1e-6;
     else g.time_s = g.shape.flops() / (*number("tflops", true) * 1e12);
     // A measurement a GPU can produce: below 1,000 s and below 10 PFLOPS (no GPU comes near it).
@@ -69,7 +72,7 @@ std::vector<GemmRow> parse_gemm_csv(const std::string& text, const std::string& 
 GemmFit fit_gemm(const GpuSpec& gpu, const std::vector<GemmRow>& rows) {
   GemmFit fit;
   for (const auto& r : rows)
-    if (gpu.supports(r.dtype)) fit.rows.push_back(r);
+    if (gpu.supports(r.dtype) && !r.fp8 && !r.tf32) fit.rows.push_back(r);
   const ComputeCalibration base = ComputeCalibration::defaults_for(gpu);
   auto time_with = [&](const ComputeCalibration& c, const GemmRow& r) { return ComputeModel(gpu, r.dtype, c).gemm_time(r.shape); };
   for (const auto& r : fit.rows) fit.before.push_back(time_with(base, r) / r.time_s - 1);

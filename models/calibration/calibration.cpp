@@ -11,7 +11,8 @@ bool Calibration::empty() const {
   return !intra_efficiency && !intra_latency_scale && !inter_efficiency && !inter_efficiency_at_scale && !inter_latency_s && !nvls_efficiency &&
          !intra_ramp_min && !intra_ramp_half_bytes && !inter_ramp_min && !inter_ramp_half_bytes && !call_overhead_s &&
          !gemm_efficiency && !gemm_dim_half && !gemm_overhead_s && !attention_efficiency && !hbm_efficiency &&
-         !kernel_overhead_s && !interference && !memory_pressure_onset && !memory_pressure_slowdown;
+         !kernel_overhead_s && !interference && !memory_pressure_onset && !memory_pressure_slowdown &&
+         !attention_backward_efficiency && !gemm_fp8_efficiency;
 }
 
 void Calibration::apply(NetworkParams& net) const {
@@ -41,8 +42,10 @@ void Calibration::apply(ComputeCalibration& c) const {
   if (interference) c.interference = *interference;
   if (memory_pressure_onset) c.memory_pressure_onset = *memory_pressure_onset;
   if (memory_pressure_slowdown) c.memory_pressure_slowdown = *memory_pressure_slowdown;
+  if (attention_backward_efficiency) c.attention_backward_efficiency = *attention_backward_efficiency;
+  if (gemm_fp8_efficiency) c.gemm_fp8_efficiency = *gemm_fp8_efficiency;
   if (gemm_efficiency || gemm_dim_half || gemm_overhead_s || attention_efficiency || hbm_efficiency || kernel_overhead_s ||
-      interference || memory_pressure_onset || memory_pressure_slowdown)
+      interference || memory_pressure_onset || memory_pressure_slowdown || attention_backward_efficiency || gemm_fp8_efficiency)
     c.source = "calibration " + path;
 }
 
@@ -82,7 +85,9 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
   if (auto cmp = root.get("compute")) {
     cmp->check_keys({"gemm_efficiency", "gemm_dim_half", "gemm_overhead_us", "attention_efficiency",
                      "hbm_efficiency", "kernel_overhead_us", "interference", "memory_pressure_onset",
-                     "memory_pressure_slowdown"});
+                     "memory_pressure_slowdown", "attention_backward_efficiency", "gemm_fp8_efficiency"});
+    if (auto v = cmp->get("attention_backward_efficiency")) c.attention_backward_efficiency = v->as_double_in(0.01, 1.0);
+    if (auto v = cmp->get("gemm_fp8_efficiency")) c.gemm_fp8_efficiency = v->as_double_in(0.01, 1.0);
     if (auto v = cmp->get("gemm_efficiency")) c.gemm_efficiency = v->as_double_in(0.01, 1.0);
     if (auto v = cmp->get("gemm_dim_half")) c.gemm_dim_half = v->as_double_in(0.0, 1e5);
     if (auto v = cmp->get("gemm_overhead_us")) c.gemm_overhead_s = v->as_double_in(0.0, 1e5) * 1e-6;
@@ -125,6 +130,8 @@ std::string Calibration::to_yaml() const {
   put(cmp, "gemm_dim_half", gemm_dim_half);
   put(cmp, "gemm_overhead_us", gemm_overhead_s, 1e6);
   put(cmp, "attention_efficiency", attention_efficiency);
+  put(cmp, "attention_backward_efficiency", attention_backward_efficiency);
+  put(cmp, "gemm_fp8_efficiency", gemm_fp8_efficiency);
   put(cmp, "hbm_efficiency", hbm_efficiency);
   put(cmp, "kernel_overhead_us", kernel_overhead_s, 1e6);
   put(cmp, "interference", interference);

@@ -7,8 +7,9 @@
 //   network: {intra_efficiency, intra_latency_scale, inter_efficiency, inter_efficiency_at_scale,
 //             inter_latency_us, nvls_efficiency, intra_ramp_min, intra_ramp_half_kib, inter_ramp_min,
 //             inter_ramp_half_kib, call_overhead_us}
-//   compute: {gemm_efficiency, gemm_dim_half, gemm_overhead_us, attention_efficiency, hbm_efficiency,
-//             kernel_overhead_us}
+//   compute: {gemm_efficiency, gemm_dim_half, gemm_overhead_us, gemm_fp8_efficiency, attention_efficiency,
+//             attention_backward_efficiency, hbm_efficiency, kernel_overhead_us, interference,
+//             memory_pressure_onset, memory_pressure_slowdown}
 #include <optional>
 #include <string>
 
@@ -25,7 +26,8 @@ struct Calibration {
   std::optional<double> intra_efficiency, intra_latency_scale, inter_efficiency, inter_efficiency_at_scale, inter_latency_s,
       nvls_efficiency, intra_ramp_min, intra_ramp_half_bytes, inter_ramp_min, inter_ramp_half_bytes, call_overhead_s;
   std::optional<double> gemm_efficiency, gemm_dim_half, gemm_overhead_s, attention_efficiency, hbm_efficiency,
-      kernel_overhead_s, interference, memory_pressure_onset, memory_pressure_slowdown;
+      kernel_overhead_s, interference, memory_pressure_onset, memory_pressure_slowdown, attention_backward_efficiency,
+      gemm_fp8_efficiency;
 
   bool empty() const;
   void apply(NetworkParams& net) const;

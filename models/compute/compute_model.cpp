@@ -19,18 +19,23 @@ ComputeCalibration ComputeCalibration::defaults_for(const GpuSpec& gpu) {
   c.gemm_dim_half = gpu.gemm_dim_half;
   c.gemm_overhead_s = gpu.gemm_overhead_s;
   c.attention_efficiency = gpu.attention_efficiency;
+  c.attention_backward_efficiency = gpu.attention_backward_efficiency;
+  c.gemm_fp8_efficiency = gpu.gemm_fp8_efficiency;
+  c.hbm_efficiency = gpu.hbm_efficiency;
   c.source = "catalog default for " + gpu.name + " (models/catalog/instances.yaml)";
   return c;
 }
 
 ComputeModel::ComputeModel(const GpuSpec& gpu, Precision precision, ComputeCalibration cal)
-    : peak_(gpu.peak(precision)), hbm_(gpu.hbm_bytes_per_s), precision_(precision), cal_(std::move(cal)) {}
+    : peak_(gpu.peak(precision)), peak_fp8_(gpu.peak_fp8_flops), hbm_(gpu.hbm_bytes_per_s), precision_(precision), cal_(std::move(cal)) {}
 
-double ComputeModel::gemm_time(const Gemm& g) const {
+double ComputeModel::gemm_time(const Gemm& g, bool fp8) const {
   double dmin = double(std::min({g.m, g.n, g.k}));
-  double eff = cal_.gemm_efficiency * dmin / (dmin + cal_.gemm_dim_half);
-  double compute = g.flops() / (peak_ * eff);
-  double e = bytes_per_element(precision_);
+  const bool in_fp8 = fp8 && peak_fp8_ > 0;
+  const double large = in_fp8 && cal_.gemm_fp8_efficiency > 0 ? cal_.gemm_fp8_efficiency : cal_.gemm_efficiency;
+  double eff = large * dmin / (dmin + cal_.gemm_dim_half);
+  double compute = g.flops() / ((in_fp8 ? peak_fp8_ : peak_) * eff);
+  double e = in_fp8 ? 1.0 : bytes_per_element(precision_);
   double bytes = e * double(g.batch) * (double(g.m) * g.k + double(g.k) * g.n + double(g.m) * g.n);
   double memory = bytes / (hbm_ * cal_.hbm_efficiency);
   return std::max(compute, memory) + cal_.gemm_overhead_s;
@@ -38,10 +43,14 @@ double ComputeModel::gemm_time(const Gemm& g) const {
 
 double ComputeModel::pass_time(const PassWork& w, bool is_backward, bool flash_attention) const {
   double t = 0;
-  for (const auto& g : w.gemms) t += gemm_time(g);
+  for (const auto& g : w.gemms) t += gemm_time(g, w.fp8_gemms);
   double attn = w.attention_flops;
   if (is_backward && flash_attention) attn *= 1.0 + cal_.flash_backward_extra;
-  t += attn / (peak_ * cal_.attention_efficiency);
+  // Fused attention kernels skip the masked half of a causal score matrix (FlashAttention counts causal
+  // FLOPs as half, and its published efficiencies are on that count); materialised scores do not.
+  if (w.causal && flash_attention) attn *= 0.5;
+  const double attn_eff = is_backward && cal_.attention_backward_efficiency > 0 ? cal_.attention_backward_efficiency : cal_.attention_efficiency;
+  t += attn / (peak_ * attn_eff);
   t += w.elementwise_bytes / (hbm_ * cal_.hbm_efficiency);
   t += w.kernels * cal_.kernel_overhead_s;
   return t;

@@ -19,7 +19,9 @@ struct ComputeCalibration {
   double gemm_efficiency = 0.8;       // large-GEMM fraction of peak
   double gemm_dim_half = 32;          // efficiency × d/(d + dim_half) for the smallest GEMM dimension d
   double gemm_overhead_s = 8e-6;      // wave quantisation / tail per GEMM (A100 cublasLt 1024^3 and 2048^3 rows: ~9.5 us)
-  double attention_efficiency = 0.4;  // attention kernels' fraction of peak
+  double attention_efficiency = 0.4;  // attention kernels' fraction of peak (forward)
+  double attention_backward_efficiency = 0;  // backward kernels' fraction of peak (0 = as forward)
+  double gemm_fp8_efficiency = 0;     // large FP8 GEMMs' fraction of the FP8 peak (0 = gemm_efficiency)
   double flash_backward_extra = 0.25; // FlashAttention backward recomputes QK^T: +25 % of its matmul work
   double hbm_efficiency = 0.8;        // memory-bound kernels' fraction of HBM bandwidth
   double kernel_overhead_s = 2e-6;    // per launch of a memory-bound kernel (launch gaps)
@@ -45,7 +47,7 @@ class ComputeModel {
  public:
   ComputeModel(const GpuSpec& gpu, Precision precision, ComputeCalibration cal);
 
-  double gemm_time(const Gemm& g) const;
+  double gemm_time(const Gemm& g, bool fp8 = false) const;
   double pass_time(const PassWork& w, bool is_backward, bool flash_attention) const;
   // Optimizer update of `local_params` parameters: memory-bound (reads and writes master weights,
   // optimizer states, gradients; writes the low-precision copy).
@@ -57,6 +59,7 @@ class ComputeModel {
 
  private:
   double peak_;
+  double peak_fp8_;
   double hbm_;
   Precision precision_;
   ComputeCalibration cal_;

@@ -31,13 +31,15 @@ static constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 GpuSpec HardwareCatalog::parse_gpu(const YamlNode& n, const std::string& name) const {
   n.check_keys({"arch", "memory_gib", "peak_tflops", "hbm_tbytes_per_s", "gemm_efficiency", "gemm_dim_half",
-                "gemm_overhead_us", "attention_efficiency", "source"});
+                "gemm_overhead_us", "attention_efficiency", "attention_backward_efficiency", "gemm_fp8_efficiency",
+                "hbm_efficiency", "source"});
   GpuSpec g;
   g.name = name;
   g.arch = parse_arch(n.at("arch"));
   g.memory_bytes = n.at("memory_gib").as_double_in(1, 1e5) * kGiB;
   YamlNode peaks = n.at("peak_tflops");
-  peaks.check_keys({"fp16", "bf16", "fp32"});
+  peaks.check_keys({"fp16", "bf16", "fp32", "fp8"});
+  if (auto v = peaks.get("fp8")) g.peak_fp8_flops = v->as_double_in(0.1, 1e6) * 1e12;
   if (auto v = peaks.get("fp16")) g.peak_flops[Precision::FP16] = v->as_double_in(0.1, 1e6) * 1e12;
   if (auto v = peaks.get("bf16")) g.peak_flops[Precision::BF16] = v->as_double_in(0.1, 1e6) * 1e12;
   if (auto v = peaks.get("fp32")) g.peak_flops[Precision::FP32] = v->as_double_in(0.1, 1e6) * 1e12;
@@ -47,6 +49,9 @@ GpuSpec HardwareCatalog::parse_gpu(const YamlNode& n, const std::string& name) c
   if (auto v = n.get("gemm_dim_half")) g.gemm_dim_half = v->as_double_in(0, 1e5);
   if (auto v = n.get("gemm_overhead_us")) g.gemm_overhead_s = v->as_double_in(0, 1e4) * 1e-6;
   if (auto v = n.get("attention_efficiency")) g.attention_efficiency = v->as_double_in(0.01, 1.0);
+  if (auto v = n.get("attention_backward_efficiency")) g.attention_backward_efficiency = v->as_double_in(0.01, 1.0);
+  if (auto v = n.get("gemm_fp8_efficiency")) g.gemm_fp8_efficiency = v->as_double_in(0.01, 1.0);
+  if (auto v = n.get("hbm_efficiency")) g.hbm_efficiency = v->as_double_in(0.05, 1.0);
   if (auto v = n.get("source")) g.source = v->as_string();
   return g;
 }

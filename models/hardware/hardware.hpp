@@ -24,7 +24,11 @@ struct GpuSpec {
   double gemm_efficiency = 0.8;           // achievable / peak for large GEMMs (default compute model)
   double gemm_dim_half = 32;              // GEMM efficiency x d/(d + half) for the smallest dimension d
   double gemm_overhead_s = 8e-6;          // fixed cost per GEMM (wave quantisation, tail)
-  double attention_efficiency = 0.4;      // attention kernels (FlashAttention or batched GEMMs)
+  double attention_efficiency = 0.4;      // attention kernels (FlashAttention or batched GEMMs), forward
+  double attention_backward_efficiency = 0;  // backward (0 = as forward)
+  double peak_fp8_flops = 0;              // FLOP/s dense FP8 (0 = no FP8 tensor cores)
+  double gemm_fp8_efficiency = 0;         // large FP8 GEMMs: achievable / FP8 peak (0 = as gemm_efficiency)
+  double hbm_efficiency = 0.8;            // memory-bound kernels: achievable / HBM peak (STREAM-like copies)
   std::string source;
   bool supports(Precision p) const { return peak_flops.count(p) > 0; }
   double peak(Precision p) const;         // throws std::logic_error if unsupported (validated earlier)

@@ -20,6 +20,13 @@ double block_activation_bytes(const ModelSpec& m, int64_t b, int64_t s, Precisio
   return attention + mlp + norms;
 }
 
+double attention_core_activation_bytes(const ModelSpec& m, int64_t b, int64_t s, Precision p, bool flash) {
+  const double e = bytes_per_element(p);
+  const double sb = double(s) * double(b);
+  const double sq = double(m.heads) * double(s) * double(s) * double(b);
+  return flash ? 4.0 * m.heads * sb : sq * (e + (m.dropout ? e + 1.0 : 0.0));
+}
+
 double head_activation_bytes(const ModelSpec& m, int64_t b, int64_t s, Precision p) {
   const double e = bytes_per_element(p);
   const double sb = double(s) * double(b);
@@ -55,8 +62,23 @@ MemoryEstimate estimate_memory(const Workload& w, const ShardingSpec& s, const A
   const int64_t b = w.options.micro_batch, sl = w.options.seq_len;
   const double block = block_activation_bytes(md, b, sl, prec, a.flash_attention);
   const double layer_input = pe * double(sl) * double(b) * md.hidden;
-  m.activations_bytes = head_activation_bytes(md, b, sl, prec) +
-                        (a.checkpointing ? md.layers * layer_input + block : md.layers * block);
+  double blocks = md.layers * block;
+  switch (a.checkpointing) {
+    case Checkpointing::None: break;
+    case Checkpointing::Full: blocks = md.layers * layer_input + block; break;  // inputs, plus one block being recomputed
+    case Checkpointing::SelectiveOp: {
+      const double core = attention_core_activation_bytes(md, b, sl, prec, a.flash_attention);
+      blocks = md.layers * (block - core) + core;
+      break;
+    }
+    case Checkpointing::SelectiveLayer: {
+      int checkpointed = 0;
+      for (int l = 0; l < md.layers; ++l) checkpointed += block_checkpointed(a.checkpointing, a.checkpoint_every, l);
+      blocks = checkpointed * layer_input + (md.layers - checkpointed) * block + (checkpointed > 0 ? block : 0.0);
+      break;
+    }
+  }
+  m.activations_bytes = head_activation_bytes(md, b, sl, prec) + blocks;
 
   // Buffers. Sharded strategies hold the unit being computed plus the prefetched ones, bounded by
   // max_live_parameters, and the full gradient of the unit until it is reduce-scattered.

@@ -42,13 +42,18 @@ struct MemoryEstimate {
 };
 
 struct ActivationOptions {
-  bool checkpointing = false;     // full per-layer recomputation: keep each layer's input only
+  Checkpointing checkpointing = Checkpointing::None;  // what each block keeps (see Checkpointing)
+  int checkpoint_every = 1;
   bool flash_attention = false;
 };
 
 // Bytes of stored activations for one transformer block and one micro-batch (Korthikanti et al. 2022,
 // arXiv 2205.05198, generalised to GQA, SwiGLU, any FFN width, no dropout and fused attention).
 double block_activation_bytes(const ModelSpec& m, int64_t micro_batch, int64_t seq_len, Precision p, bool flash);
+// The part of a block's activations that selective (attention-core) recomputation drops: the s x s
+// scores, softmax and dropout (5·a·s²·b bytes in 16-bit), or only the fp32 log-sum-exp with
+// FlashAttention (which is why selective recomputation saves little memory there).
+double attention_core_activation_bytes(const ModelSpec& m, int64_t micro_batch, int64_t seq_len, Precision p, bool flash);
 // Bytes kept for the embedding and head (logits in 16-bit plus the fp32 softmax of the loss).
 double head_activation_bytes(const ModelSpec& m, int64_t micro_batch, int64_t seq_len, Precision p);
 

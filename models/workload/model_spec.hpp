@@ -38,6 +38,7 @@ struct ModelSpec {
   int64_t head_dim() const { return hidden / heads; }
   int64_t kv_dim() const { return head_dim() * kv_heads; }
   bool gated_mlp() const { return arch == Arch::Llama; }   // SwiGLU: gate + up + down
+  bool causal() const { return arch != Arch::Bert; }       // decoder LMs mask the future; BERT attends both ways
   bool has_biases() const { return biases; }
   int64_t norm_params() const { return (rms_norm || !biases) ? hidden : 2 * hidden; }
 };

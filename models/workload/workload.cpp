@@ -1,6 +1,24 @@
 #include "models/workload/workload.hpp"
 
+#include <algorithm>
+
 namespace micsim {
+
+const char* to_string(Checkpointing c) {
+  switch (c) {
+    case Checkpointing::None: return "none";
+    case Checkpointing::Full: return "full";
+    case Checkpointing::SelectiveOp: return "selective-op";
+    case Checkpointing::SelectiveLayer: return "selective-layer";
+  }
+  return "?";
+}
+
+bool block_checkpointed(Checkpointing c, int every, int layer) {
+  if (c == Checkpointing::Full) return true;
+  if (c == Checkpointing::SelectiveLayer) return layer % std::max(1, every) == 0;
+  return false;
+}
 
 double PassWork::flops() const {
   double f = attention_flops;
@@ -27,10 +45,24 @@ static void add_backward_gemms(const std::vector<Gemm>& fwd, std::vector<Gemm>& 
   }
 }
 
+// Extra HBM traffic per token of an eager (not torch.compile'd) Llama block, from the PyTorch op
+// sequence of the reference implementations (HF LlamaRMSNorm, apply_rotary_pos_emb, SwiGLU): each
+// RMSNorm upcasts to fp32, squares, averages, scales, downcasts and multiplies (~36 bytes per element
+// read + written, against 4 fused); rotary embeddings rotate q and k in ~5 passes (~22 bytes per
+// element against 4); SwiGLU runs silu and the product as two kernels (10 bytes against 6).
+// GPT/BERT blocks use PyTorch's native LayerNorm and GELU kernels: eager is already fused there.
+static double eager_extra_bytes_per_token(const ModelSpec& m) {
+  if (m.arch != Arch::Llama) return 0;
+  const double h = double(m.hidden), kv = double(m.kv_dim()), f = double(m.ffn);
+  return 2 * (36 - 4) * h + (22 - 4) * (h + kv) + (10 - 6) * f;
+}
+
 static PassWork block_forward(const ModelSpec& m, const WorkloadOptions& o) {
   const int64_t T = o.micro_batch * o.seq_len, h = m.hidden, f = m.ffn, s = o.seq_len;
   const double e = bytes_per_element(o.precision);
   PassWork w;
+  w.fp8_gemms = o.fp8;
+  w.causal = m.causal();
   w.gemms.push_back({T, h + 2 * m.kv_dim(), h});             // fused QKV projection
   w.gemms.push_back({T, h, h});                              // attention output projection
   w.gemms.push_back({T, (m.gated_mlp() ? 2 : 1) * f, h});    // MLP up (+ gate)
@@ -47,6 +79,19 @@ static PassWork block_forward(const ModelSpec& m, const WorkloadOptions& o) {
     w.elementwise_bytes += sq * (e * (m.dropout ? 6 : 4) + (m.dropout ? 1 : 0));
   }
   w.kernels = o.flash_attention ? 12 : 16;
+  if (o.fp8) {
+    // Dynamic-scaling casts of each GEMM's input and weight to FP8: an amax pass and a scaled copy
+    // (read 2 + read 2 + write 1 bytes per element), as torchao float8 and Transformer Engine do.
+    for (const auto& g : w.gemms) w.elementwise_bytes += 5.0 * (double(g.m) * g.k + double(g.k) * g.n);
+    w.kernels += 4 * int(w.gemms.size());
+  }
+  if (o.compile) {
+    // torch.compile fuses the pointwise ops around the GEMMs and attention into a few Triton kernels.
+    w.kernels = int(w.gemms.size()) + 1 + 4;
+  } else {
+    w.elementwise_bytes += double(T) * eager_extra_bytes_per_token(m);
+    if (m.arch == Arch::Llama) w.kernels += 24;  // decomposed norms (2 x 6), rotary (~10), SwiGLU (2)
+  }
   if (!o.fused_kernels) {
     // Eager PyTorch (minGPT-style): the tanh-GELU is ~8 elementwise kernels over the FFN activations
     // (7 more passes than a fused one), q/k/v and the attention output are transposed copies, and
@@ -60,6 +105,8 @@ static PassWork block_forward(const ModelSpec& m, const WorkloadOptions& o) {
 
 static PassWork backward_of(const PassWork& fwd, bool flash) {
   PassWork b;
+  b.fp8_gemms = fwd.fp8_gemms;
+  b.causal = fwd.causal;
   add_backward_gemms(fwd.gemms, b.gemms);
   // Attention backward does twice the forward matmul work (dQ, dK, dV, dP); FlashAttention also
   // recomputes the scores (counted in compute cost as extra time, not as model FLOPs).
@@ -118,6 +165,13 @@ Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt) {
 
   PassWork bf = block_forward(model, opt);
   PassWork bb = backward_of(bf, opt.flash_attention);
+  // Selective (attention-core) recomputation: QK^T, softmax and P.V again, nothing else.
+  PassWork core;
+  core.attention_flops = bf.attention_flops;
+  core.causal = bf.causal;
+  if (!opt.flash_attention)
+    core.elementwise_bytes = double(opt.micro_batch) * model.heads * double(opt.seq_len) * double(opt.seq_len) * e * 4;
+  core.kernels = opt.flash_attention ? 1 : 4;
   for (int l = 0; l < model.layers; ++l) {
     UnitWork u;
     u.kind = UnitKind::Block;
@@ -125,6 +179,8 @@ Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt) {
     u.tensors = block_tensors(model);
     u.forward = bf;
     u.backward = bb;
+    if (block_checkpointed(opt.checkpointing, opt.checkpoint_every, l)) u.recompute = bf;
+    else if (opt.checkpointing == Checkpointing::SelectiveOp) u.recompute = core;
     w.units.push_back(u);
   }
 
@@ -156,9 +212,20 @@ double model_flops_per_token(const ModelSpec& m, const ParamCounts& p, int64_t s
   return 6.0 * double(p.total) + 12.0 * m.layers * double(m.hidden) * double(seq_len);
 }
 
-double hardware_flops_per_token(const ModelSpec& m, const ParamCounts& p, int64_t seq_len, bool recompute) {
-  if (!recompute) return model_flops_per_token(m, p, seq_len);
-  return 8.0 * double(p.total) + 16.0 * m.layers * double(m.hidden) * double(seq_len);
+double hardware_flops_per_token(const ModelSpec& m, const ParamCounts& p, int64_t seq_len, Checkpointing c, int every) {
+  const double base = model_flops_per_token(m, p, seq_len);
+  const double attention_core = 4.0 * double(m.hidden) * double(seq_len);  // per block and token, forward
+  switch (c) {
+    case Checkpointing::None: return base;
+    case Checkpointing::Full: return 8.0 * double(p.total) + 16.0 * m.layers * double(m.hidden) * double(seq_len);
+    case Checkpointing::SelectiveOp: return base + m.layers * attention_core;
+    case Checkpointing::SelectiveLayer: {
+      int checkpointed = 0;
+      for (int l = 0; l < m.layers; ++l) checkpointed += block_checkpointed(c, every, l);
+      return base + checkpointed * (2.0 * double(p.per_layer) + attention_core);
+    }
+  }
+  return base;
 }
 
 }  // namespace micsim

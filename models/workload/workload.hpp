@@ -19,13 +19,26 @@ struct Gemm {
 
 struct PassWork {
   std::vector<Gemm> gemms;        // dense weight GEMMs
-  double attention_flops = 0;     // QK^T and softmax·V (run by attention kernels)
+  bool fp8_gemms = false;         // run in FP8 (precision: fp8; blocks only, as Transformer Engine / torchao do)
+  double attention_flops = 0;     // QK^T and softmax·V (run by attention kernels), counted non-causal
+  bool causal = false;            // causal mask: attention kernels skip the masked half
   double elementwise_bytes = 0;   // norms, activations, softmax, dropout, residuals (HBM traffic)
   int kernels = 0;                // kernel launches (fixed overhead each)
   double flops() const;
+  bool empty() const { return gemms.empty() && attention_flops == 0 && elementwise_bytes == 0 && kernels == 0; }
 };
 
 enum class UnitKind { Embedding, Block, Head };
+
+// Activation checkpointing policy (training.activation_checkpointing):
+//   none
+//   full             every block keeps only its input and recomputes its forward in backward
+//   selective-op     every block recomputes its attention core only (QK^T, softmax, P.V: Korthikanti et
+//                    al. 2022, arXiv 2205.05198, "selective activation recomputation")
+//   selective-layer  every k-th block (checkpoint_every) is checkpointed in full, the others keep
+//                    everything (torchtitan activation_checkpoint.mode selective, selective_ac_option k)
+enum class Checkpointing { None, Full, SelectiveOp, SelectiveLayer };
+const char* to_string(Checkpointing c);
 
 struct UnitWork {
   UnitKind kind = UnitKind::Block;
@@ -36,7 +49,8 @@ struct UnitWork {
   // `params`. Frameworks that gather per tensor (DeepSpeed <= 0.5) issue one collective for each.
   std::vector<int64_t> tensors;
   PassWork forward;
-  PassWork backward;             // excludes recompute; recompute = forward again
+  PassWork backward;             // excludes recompute
+  PassWork recompute;            // what backward recomputes first (empty: nothing)
 };
 
 struct WorkloadOptions {
@@ -45,6 +59,10 @@ struct WorkloadOptions {
   Precision precision = Precision::FP16;
   bool flash_attention = false;  // fused attention: no s x s matrices in HBM
   bool fused_kernels = true;     // fused activation / bias / scale kernels; false = eager PyTorch (e.g. minGPT)
+  bool compile = false;          // torch.compile: elementwise ops fused, fewer launches
+  bool fp8 = false;              // block GEMMs in FP8 (casts are extra memory-bound work)
+  Checkpointing checkpointing = Checkpointing::None;
+  int checkpoint_every = 1;
 };
 
 struct Workload {
@@ -67,6 +85,11 @@ std::vector<int64_t> block_tensors(const ModelSpec& m);
 // model FLOPs per token = 6·N + 12·L·h·s (PaLM / llm-foundry: attention counted non-causal, no recompute);
 // with full activation recomputation the hardware does 8·N + 16·L·h·s.
 double model_flops_per_token(const ModelSpec& m, const ParamCounts& p, int64_t seq_len);
-double hardware_flops_per_token(const ModelSpec& m, const ParamCounts& p, int64_t seq_len, bool recompute);
+// Hardware FLOPs per token add what the checkpointing policy recomputes (full: the blocks' forward,
+// 2·N + 4·L·h·s; selective-op: the attention core, 4·L·h·s; selective-layer: the forward of the
+// checkpointed blocks).
+double hardware_flops_per_token(const ModelSpec& m, const ParamCounts& p, int64_t seq_len, Checkpointing c, int every = 1);
+// Blocks that a policy checkpoints in full (selective-layer: every k-th, starting with block 0).
+bool block_checkpointed(Checkpointing c, int every, int layer);
 
 }  // namespace micsim

@@ -9,8 +9,8 @@ OpCosts cost_operations(const TaskGraph& g, const Workload& w, const ParallelLay
   for (const auto& op : g.compute_ops) {
     double t = 0;
     switch (op.pass) {
-      case TaskKind::Forward:
-      case TaskKind::Recompute: t = slowdown * compute.pass_time(w.units[op.unit].forward, false, flash); break;
+      case TaskKind::Forward: t = slowdown * compute.pass_time(w.units[op.unit].forward, false, flash); break;
+      case TaskKind::Recompute: t = slowdown * compute.pass_time(w.units[op.unit].recompute, false, flash); break;
       case TaskKind::Backward: t = slowdown * compute.pass_time(w.units[op.unit].backward, true, flash); break;
       case TaskKind::Optimizer: t = compute.optimizer_time(op.params, optimizer); break;
       case TaskKind::ParamGatherCopy:

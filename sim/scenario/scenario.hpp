@@ -46,11 +46,15 @@ struct TrainingSpec {
   int64_t micro_batch = 1;
   int64_t global_batch = 1;
   int64_t requested_accumulation_steps = 0;  // when given instead of global_batch
-  Precision precision = Precision::FP16;
-  bool activation_checkpointing = false;
+  Precision precision = Precision::FP16;     // parameters, activations, gradients, collectives
+  bool fp8 = false;                          // precision: fp8 -> block GEMMs in FP8 (Transformer Engine / torchao float8), rest bf16
+  bool compile = false;                      // torch.compile: fused elementwise kernels, fewer launches
+  Checkpointing checkpointing = Checkpointing::None;
+  int checkpoint_every = 1;                  // selective-layer: every k-th block is checkpointed
+  bool activation_checkpointing() const { return checkpointing != Checkpointing::None; }
   Optimizer optimizer = Optimizer::Adam;
   bool flash_attention = false;   // default: true on Ampere and newer, false on Volta
-  bool fused_kernels = true;      // false: eager PyTorch elementwise ops (more HBM traffic)
+  bool fused_kernels = true;      // false: minGPT-style eager code (decomposed GELU, transposed copies)
 };
 
 struct Scenario {

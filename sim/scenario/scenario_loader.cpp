@@ -114,7 +114,7 @@ ModelSpec parse_model(const YamlNode& n, std::vector<std::string>& inputs) {
 
 TrainingSpec parse_training(const YamlNode& n, const GpuSpec& gpu) {
   n.check_keys({"seq_len", "micro_batch", "global_batch", "grad_accumulation_steps", "precision", "activation_checkpointing",
-                "optimizer", "flash_attention", "fused_kernels"});
+                "checkpoint_every", "optimizer", "flash_attention", "fused_kernels", "compile"});
   TrainingSpec t;
   t.seq_len = n.at("seq_len").as_int_in(1, 1 << 22);
   t.micro_batch = n.at("micro_batch").as_int_in(1, 1 << 20);
@@ -124,13 +124,32 @@ TrainingSpec parse_training(const YamlNode& n, const GpuSpec& gpu) {
   if (n.has("grad_accumulation_steps")) t.requested_accumulation_steps = n.at("grad_accumulation_steps").as_int_in(1, 1 << 20);
   else t.global_batch = n.at("global_batch").as_int_in(1, int64_t(1) << 40);
   if (auto p = n.get("precision")) {
-    std::string s = p->as_choice({"fp16", "bf16", "fp32"});
-    t.precision = s == "fp16" ? Precision::FP16 : s == "bf16" ? Precision::BF16 : Precision::FP32;
+    std::string s = p->as_choice({"fp16", "bf16", "fp32", "fp8"});
+    // fp8: the blocks' GEMMs in FP8 with dynamic scaling; parameters, activations and the rest in bf16.
+    t.fp8 = s == "fp8";
+    t.precision = s == "fp16" ? Precision::FP16 : s == "fp32" ? Precision::FP32 : Precision::BF16;
+    if (t.fp8 && gpu.peak_fp8_flops <= 0)
+      p->fail(fmt::format("fp8 needs FP8 tensor cores (Hopper or newer); {} has none", gpu.name));
     if (!gpu.supports(t.precision))
       p->fail(fmt::format("{} is not supported by {} (supported: {})", s, gpu.name,
                           gpu.supports(Precision::BF16) ? "fp16 | bf16 | fp32" : "fp16 | fp32"));
   }
-  if (auto a = n.get("activation_checkpointing")) t.activation_checkpointing = a->as_bool();
+  if (auto a = n.get("activation_checkpointing")) {
+    // true / false are full / none (earlier scenarios); the policies by name.
+    const std::string v = a->is_scalar() ? a->raw().Scalar() : "";
+    if (v == "true" || v == "false" || v == "True" || v == "False" || v == "yes" || v == "no" || v == "on" || v == "off")
+      t.checkpointing = a->as_bool() ? Checkpointing::Full : Checkpointing::None;
+    else {
+      const std::string c = a->as_choice({"none", "full", "selective-op", "selective-layer", "true", "false"});
+      t.checkpointing = c == "full" ? Checkpointing::Full : c == "selective-op" ? Checkpointing::SelectiveOp
+                        : c == "selective-layer" ? Checkpointing::SelectiveLayer : Checkpointing::None;
+    }
+  }
+  if (auto k = n.get("checkpoint_every")) {
+    if (t.checkpointing != Checkpointing::SelectiveLayer) k->fail("checkpoint_every applies to activation_checkpointing: selective-layer");
+    t.checkpoint_every = int(k->as_int_in(1, 1 << 16));
+  }
+  if (auto c = n.get("compile")) t.compile = c->as_bool();
   if (auto o = n.get("optimizer")) {
     std::string s = o->as_choice({"adam", "lamb", "sgd"});
     t.optimizer = s == "adam" ? Optimizer::Adam : s == "lamb" ? Optimizer::Lamb : Optimizer::Sgd;

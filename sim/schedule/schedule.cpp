@@ -128,9 +128,9 @@ class Builder {
         if (!use.backward) {
           done = add_compute(TaskKind::Forward, use.unit, m, deps);
         } else {
-          if (in_.recompute && unit.kind == UnitKind::Block) add_compute(TaskKind::Recompute, use.unit, m, deps);
-          done = add_compute(TaskKind::Backward, use.unit, m, in_.recompute && unit.kind == UnitKind::Block
-                                                                   ? std::vector<uint32_t>{} : deps);
+          const bool recompute = !unit.recompute.empty();
+          if (recompute) add_compute(TaskKind::Recompute, use.unit, m, deps);
+          done = add_compute(TaskKind::Backward, use.unit, m, recompute ? std::vector<uint32_t>{} : deps);
           if (fw_.bucket_copy > 0 && (reduces_every_micro_step() || last))
             done = add_copy(TaskKind::GradBucketCopy, use.unit, m, fw_.bucket_copy * pe_ * double(unit.params), {uint32_t(done)});
           // Gradient buckets fill in backward order; a bucket is reduced when full or at the last unit.

@@ -12,7 +12,6 @@ struct ScheduleInputs {
   ShardingSpec sharding;
   int micro_steps = 1;                 // accumulation steps of the step
   int max_built_micro_steps = 4;       // build at most this many (>= 4); 0 = all of them
-  bool recompute = false;              // activation checkpointing: re-run each block's forward in backward
 };
 
 TaskGraph build_schedule(const ScheduleInputs& in);

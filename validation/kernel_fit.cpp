@@ -1,0 +1,154 @@
+#include "validation/kernel_fit.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "models/compute/compute_model.hpp"
+#include "models/io/csv.hpp"
+#include "models/io/input_error.hpp"
+
+namespace micsim {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string family_of(const std::string& gpu) { return gpu.substr(0, gpu.find('-')); }
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::vector<std::string> csv_files(const fs::path& dir) {
+  std::vector<std::string> out;
+  if (!fs::is_directory(dir)) return out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".csv") out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+double number(const std::string& s) {
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  return s.empty() || *end ? NAN : v;
+}
+
+}  // namespace
+
+bool gpu_row_matches(const std::string& row_gpu, const std::string& gpu) {
+  if (row_gpu == gpu) return true;
+  if (row_gpu.find("PCIe") != std::string::npos) return false;
+  return row_gpu == family_of(gpu) + "-unspecified" || row_gpu == family_of(gpu) + "-SXM4-unspecified" ||
+         row_gpu == family_of(gpu) + "-SXM2-unspecified";
+}
+
+KernelFit fit_kernels(const GpuSpec& gpu, const std::string& data_dir) {
+  KernelFit fit;
+  const fs::path root(data_dir);
+  // GEMMs: 16-bit rows fit the three GEMM terms; FP8 rows then give the FP8 efficiency.
+  // Rows that name this exact GPU are preferred; its family's "unspecified" rows are used only when
+  // there are none (they mix clocks, power caps and software stacks).
+  std::vector<GemmRow> exact, family;
+  std::vector<std::string> exact_files, family_files;
+  for (const auto& f : csv_files(root / "gemm")) {
+    bool e = false, fam = false;
+    for (auto& r : load_gemm_csv(f)) {
+      if (r.gpu == gpu.name) exact.push_back(r), e = true;
+      else if (gpu_row_matches(r.gpu, gpu.name)) family.push_back(r), fam = true;
+    }
+    if (e) exact_files.push_back(f);
+    if (fam) family_files.push_back(f);
+  }
+  auto sixteen_bit = [](const std::vector<GemmRow>& v) {
+    return std::count_if(v.begin(), v.end(), [](const GemmRow& r) { return !r.fp8 && !r.tf32; });
+  };
+  const bool use_exact = sixteen_bit(exact) >= 3;
+  std::vector<GemmRow> gemms = use_exact ? exact : family;
+  for (const auto& r : use_exact ? family : exact)
+    if (r.fp8) gemms.push_back(r);  // FP8 rows of either kind: few are published
+  for (const auto& f : use_exact ? exact_files : family_files) fit.files.push_back(f);
+  ComputeCalibration cal = ComputeCalibration::defaults_for(gpu);
+  GemmFit g = fit_gemm(gpu, gemms);
+  fit.gemm_rows = g.rows.size();
+  if (g.rows.size() >= 3) {
+    fit.calibration.gemm_efficiency = cal.gemm_efficiency = *g.calibration.gemm_efficiency;
+    fit.calibration.gemm_dim_half = cal.gemm_dim_half = *g.calibration.gemm_dim_half;
+    fit.calibration.gemm_overhead_s = cal.gemm_overhead_s = *g.calibration.gemm_overhead_s;
+    for (size_t i = 0; i < g.rows.size(); ++i)
+      fit.rows.push_back({fmt::format("gemm {}x{}x{} {}", g.rows[i].shape.m, g.rows[i].shape.n, g.rows[i].shape.k, to_string(g.rows[i].dtype)),
+                          g.rows[i].file, g.rows[i].line, g.after[i]});
+  }
+  if (gpu.peak_fp8_flops > 0) {
+    // Efficiency each FP8 row implies once its size-dependent loss and overhead are taken out.
+    std::vector<double> implied;
+    std::vector<const GemmRow*> used;
+    for (const auto& r : gemms) {
+      if (!r.fp8) continue;
+      const double dmin = double(std::min({r.shape.m, r.shape.n, r.shape.k}));
+      const double t = r.time_s - cal.gemm_overhead_s;
+      if (t <= 0) continue;
+      implied.push_back(r.shape.flops() / (gpu.peak_fp8_flops * t) * (dmin + cal.gemm_dim_half) / dmin);
+      used.push_back(&r);
+    }
+    if (!implied.empty()) {
+      cal.gemm_fp8_efficiency = std::min(1.0, median(implied));
+      fit.calibration.gemm_fp8_efficiency = cal.gemm_fp8_efficiency;
+      fit.fp8_rows = implied.size();
+      ComputeModel m(gpu, Precision::BF16, cal);
+      for (const auto* r : used)
+        fit.rows.push_back({fmt::format("fp8 gemm {}x{}x{}", r->shape.m, r->shape.n, r->shape.k), r->file, r->line,
+                            m.gemm_time(r->shape, true) / r->time_s - 1});
+    }
+  }
+  // Attention: 16-bit fused kernels (FlashAttention 2/3, cuDNN, SDPA's flash backend) at training
+  // lengths (>= 2k); FLOPs counted as the benchmarks count them (causal = half), so the efficiency is
+  // what the compute model applies after its own causal halving.
+  std::vector<double> fwd, bwd;
+  for (const auto& f : csv_files(root / "attention")) {
+    CsvTable t = load_csv(f);
+    bool used = false;
+    for (const auto& row : t.rows) {
+      auto cell = [&](const char* c) { return t.column(c) >= 0 ? row.fields[t.column(c)] : std::string(); };
+      const std::string impl = cell("impl"), dtype = cell("dtype"), pass = cell("pass");
+      const bool fused = impl == "flash2" || impl == "flash3" || impl == "cudnn" || impl == "sdpa-flash2";
+      if (!gpu_row_matches(cell("gpu"), gpu.name) || !fused || (dtype != "bf16" && dtype != "fp16")) continue;
+      const double tflops = number(cell("tflops")), seq = number(cell("seq_len"));
+      if (!(tflops > 0) || !(seq >= 2048)) continue;
+      const double eff = tflops * 1e12 / gpu.peak(Precision::BF16);
+      if (pass == "fwd") fwd.push_back(eff), used = true;
+      if (pass == "bwd") bwd.push_back(eff), used = true;
+    }
+    if (used) fit.files.push_back(f);
+  }
+  if (!fwd.empty()) fit.calibration.attention_efficiency = median(fwd), fit.attention_fwd_rows = fwd.size();
+  if (!bwd.empty()) fit.calibration.attention_backward_efficiency = median(bwd), fit.attention_bwd_rows = bwd.size();
+  // HBM: STREAM-like copies (BabelStream copy/mul/add/triad, tensor copies): achieved / datasheet peak.
+  std::vector<double> hbm;
+  for (const auto& f : csv_files(root / "hbm")) {
+    CsvTable t = load_csv(f);
+    bool used = false;
+    for (const auto& row : t.rows) {
+      auto cell = [&](const char* c) { return t.column(c) >= 0 ? row.fields[t.column(c)] : std::string(); };
+      const std::string kernel = cell("kernel");
+      const bool stream = kernel.find("babelstream") != std::string::npos || kernel.find("copy") != std::string::npos;
+      if (!gpu_row_matches(cell("gpu"), gpu.name) || !stream || kernel.find("dot") != std::string::npos) continue;
+      const double achieved = number(cell("achieved_GBps"));
+      if (!(achieved > 0)) continue;
+      hbm.push_back(achieved * 1e9 / gpu.hbm_bytes_per_s), used = true;
+    }
+    if (used) fit.files.push_back(f);
+  }
+  if (!hbm.empty()) fit.calibration.hbm_efficiency = std::min(1.0, median(hbm)), fit.hbm_rows = hbm.size();
+  std::sort(fit.files.begin(), fit.files.end());
+  fit.files.erase(std::unique(fit.files.begin(), fit.files.end()), fit.files.end());
+  return fit;
+}
+
+}  // namespace micsim

@@ -1,0 +1,34 @@
+#pragma once
+// The compute model's per-GPU constants fitted on published kernel measurements
+// (validation/data/gemm, attention, hbm): GEMM efficiency, dimension half-point and overhead on the
+// 16-bit GEMMs; the FP8 GEMM efficiency; FlashAttention / cuDNN attention efficiency forward and
+// backward; achievable HBM bandwidth. `micsim calibrate --kernels DIR` runs it; the catalog's GPU
+// entries carry the results with their sources. A row counts for a GPU when its gpu column names it,
+// or names its family "unspecified" (e.g. H100-unspecified for H100-SXM-80GB); PCIe parts do not.
+#include <string>
+#include <vector>
+
+#include "models/hardware/hardware.hpp"
+#include "validation/gemm.hpp"
+
+namespace micsim {
+
+struct KernelRowError {
+  std::string what, file;
+  int line = 0;
+  double error = 0;  // predicted / measured - 1 with the fitted constants
+};
+
+struct KernelFit {
+  Calibration calibration;          // the fitted terms (those with rows)
+  size_t gemm_rows = 0, fp8_rows = 0, attention_fwd_rows = 0, attention_bwd_rows = 0, hbm_rows = 0;
+  std::vector<std::string> files;   // sources used
+  std::vector<KernelRowError> rows; // per-row error after the fit
+};
+
+// True when a published gpu name is `gpu` (exact, or its family marked "unspecified").
+bool gpu_row_matches(const std::string& row_gpu, const std::string& gpu);
+
+KernelFit fit_kernels(const GpuSpec& gpu, const std::string& data_dir);
+
+}  // namespace micsim
