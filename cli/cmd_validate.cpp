@@ -13,19 +13,94 @@
 #include "models/io/json_text.hpp"
 #include "sim/report/report.hpp"
 #include "validation/collective_validation.hpp"
+#include "validation/training_corpus.hpp"
 #include "validation/training_validation.hpp"
 
 namespace micsim::cli {
 
+namespace {
+
+// The corpus: per source group, errors with the constants fitted on every group (in sample) and, with
+// --leave-one-source-out, with constants fitted on the other groups only (out of sample).
+int run_corpus_validation(const std::string& dir, bool held_out, const std::string& json_path, bool quiet, int threads) {
+  OutputPlan outputs;
+  outputs.output("--json", json_path);
+  const auto rows = load_training_corpus(dir);
+  size_t compared = 0;
+  std::map<std::string, size_t> skipped;
+  for (const auto& r : rows) (r.skip_reason.empty() ? (void)++compared : (void)++skipped[r.skip_reason]);
+  std::string text = fmt::format("training corpus {}: {} rows, {} compared on tokens/s per GPU\n", dir, rows.size(), compared);
+  for (const auto& [why, n] : skipped) text += fmt::format("  skipped {:>4}: {}\n", n, why);
+  const CorpusConstants start;
+  const CorpusConstants all = fit_corpus_constants(rows, start, threads);
+  auto in_sample = predict_corpus(rows, all, threads);
+  nlohmann::json j = {{"rows", rows.size()}, {"compared", compared}};
+  auto table = [&](const std::vector<CorpusPrediction>& preds, const std::string& title, const std::string& key) {
+    std::map<std::string, std::vector<double>> by_group;
+    std::vector<double> everything;
+    for (const auto& p : preds) by_group[p.row->source_group].push_back(p.error()), everything.push_back(p.error());
+    text += fmt::format("\n{}\n  {:<34}{:>6}{:>9}{:>10}{:>9}{:>13}\n", title, "source group", "rows", "MAPE", "median", "p90",
+                        "mean signed");
+    nlohmann::json js = nlohmann::json::array();
+    for (auto& [g, e] : by_group) {
+      SourceScore s = score(g, e);
+      text += fmt::format("  {:<34}{:>6}{:>8.1f}%{:>9.1f}%{:>8.1f}%{:>+12.1f}%\n", g, s.rows, 100 * s.mape, 100 * s.median_abs,
+                          100 * s.p90_abs, 100 * s.mean_signed);
+      js.push_back({{"group", g}, {"rows", s.rows}, {"mape", s.mape}, {"median_abs", s.median_abs}, {"p90_abs", s.p90_abs},
+                    {"mean_signed", s.mean_signed}});
+    }
+    SourceScore s = score("all", everything);
+    text += fmt::format("  {:<34}{:>6}{:>8.1f}%{:>9.1f}%{:>8.1f}%{:>+12.1f}%\n", "all rows", s.rows, 100 * s.mape, 100 * s.median_abs,
+                        100 * s.p90_abs, 100 * s.mean_signed);
+    j[key] = {{"groups", js}, {"all", {{"rows", s.rows}, {"mape", s.mape}, {"median_abs", s.median_abs}, {"p90_abs", s.p90_abs},
+                                       {"mean_signed", s.mean_signed}}}};
+    nlohmann::json jr = nlohmann::json::array();
+    for (const auto& p : preds)
+      jr.push_back({{"id", p.row->id}, {"group", p.row->source_group}, {"file", p.row->file}, {"line", p.row->line},
+                    {"published_tokens_per_s_per_gpu", p.row->published}, {"predicted_tokens_per_s_per_gpu", p.predicted},
+                    {"error", p.error()}, {"fits", p.fits}, {"assumptions", p.row->assumptions}});
+    j[key]["predictions"] = jr;
+  };
+  auto constants_text = [](const CorpusConstants& k) {
+    std::string t;
+    auto v = k.values();
+    for (size_t i = 0; i < v.size(); ++i) t += fmt::format("{}{} {:.4g}", i ? ", " : "", CorpusConstants::names()[i], v[i]);
+    return t;
+  };
+  text += "\nconstants fitted on every group: " + constants_text(all) + "\n";
+  table(in_sample, "in sample (constants fitted on every group, including the one scored):", "in_sample");
+  if (held_out) {
+    HeldOutCorpus h = held_out_corpus(rows, start, threads);
+    table(h.predictions, "leave one source group out (constants fitted on the other groups only):", "held_out");
+    text += "\nconstants fitted without each group:\n";
+    for (const auto& [g, k] : h.constants) text += fmt::format("  {:<34}{}\n", g, constants_text(k));
+  }
+  if (!quiet) {
+    text += "\nrows (in sample):\n";
+    for (const auto& p : in_sample)
+      text += fmt::format("  {:<58}{:>10.0f}{:>10.0f}{:>+8.1f}%  {}\n", p.row->id.substr(0, 57), p.row->published, p.predicted,
+                          100 * p.error(), p.fits ? "" : "(micsim: does not fit)");
+  }
+  if (!json_path.empty()) write_output_file(json_path, json_text(j));
+  if (json_path != "-") write_stdout(text);
+  return 0;
+}
+
+}  // namespace
+
 Runner add_validate(CLI::App& app) {
   struct Opts {
     std::vector<std::string> datasets;
-    std::string instance, json, calibration, op;
+    std::string instance, json, calibration, op, corpus;
     bool quiet = false, held_out = false;
+    int threads = 0;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("validate", "Compare predictions with published or measured results");
-  cmd->add_option("dataset", o->datasets, "nccl-tests CSV rows or logs, the MosaicML table, training-results.csv")->required();
+  cmd->add_option("dataset", o->datasets, "nccl-tests CSV rows or logs, the MosaicML table, training-results.csv");
+  cmd->add_option("--corpus", o->corpus, "The training-throughput corpus directory (validation/data/training-corpus): "
+                                         "every published run vs micsim on tokens/s per GPU");
+  cmd->add_option("--threads", o->threads, "Worker threads (default: every core)")->check(CLI::Range(0, 1024));
   cmd->add_option("--instance", o->instance, "Instance for logs (CSV rows name their cluster)");
   cmd->add_option("--calibration", o->calibration, "Calibration file to apply");
   cmd->add_option("--op", o->op, "Collective of a log that does not name it");
@@ -34,6 +109,9 @@ Runner add_validate(CLI::App& app) {
   cmd->add_flag("--leave-one-source-out", o->held_out,
                 "nccl-tests: score each source with network terms fitted on the other sources only (per fabric, by node count)");
   return [o]() -> int {
+    if (o->datasets.empty() && o->corpus.empty())
+      throw InputError({"micsim validate", 0, 0}, "", "give datasets (nccl-tests, MosaicML, training-results) or --corpus DIR");
+    if (!o->corpus.empty()) return run_corpus_validation(o->corpus, o->held_out, o->json, o->quiet, o->threads);
     if (!o->instance.empty()) lookup_instance("--instance", o->instance);
     OutputPlan outputs;
     outputs.input(o->calibration);

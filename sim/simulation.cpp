@@ -4,6 +4,8 @@
 
 #include <map>
 
+#include "models/compute/jitter.hpp"
+
 namespace micsim {
 
 PreparedSimulation prepare_simulation(const Scenario& sc, const PrepareOptions& opt) {
@@ -52,6 +54,13 @@ PreparedSimulation prepare_simulation(const Scenario& sc, const PrepareOptions& 
 SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const std::string& engine) {
   const Scenario& sc = p.scenario;
   extrapolate_micro_steps(p.graph, tl);
+  // Jitter in closed form (the SimGrid engine samples it instead): the compute of every rank is
+  // synchronised each step, so the slowest of N ranks sets the pace.
+  if (engine == "analytic" && p.compute_calibration.jitter_cv > 0) {
+    const double wait = p.compute_calibration.jitter_cv * expected_max_standard_normal(p.layout.world) * tl.compute_s;
+    tl.iteration_time_s += wait;
+    tl.idle_s += wait;
+  }
   SimulationResult r;
   r.scenario = sc.name;
   r.engine = engine;

@@ -73,7 +73,9 @@ GemmFit fit_gemm(const GpuSpec& gpu, const std::vector<GemmRow>& rows) {
   GemmFit fit;
   for (const auto& r : rows)
     if (gpu.supports(r.dtype) && !r.fp8 && !r.tf32) fit.rows.push_back(r);
-  const ComputeCalibration base = ComputeCalibration::defaults_for(gpu);
+  // Kernel benchmarks: no sustained-training scale (that one is fitted on training runs).
+  ComputeCalibration base = ComputeCalibration::defaults_for(gpu);
+  base.gemm_scale = 1.0;
   auto time_with = [&](const ComputeCalibration& c, const GemmRow& r) { return ComputeModel(gpu, r.dtype, c).gemm_time(r.shape); };
   for (const auto& r : fit.rows) fit.before.push_back(time_with(base, r) / r.time_s - 1);
   std::vector<FitParameter> params = {{"gemm_efficiency", base.gemm_efficiency, 0.05, 1.0},

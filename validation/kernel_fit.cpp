@@ -75,6 +75,7 @@ KernelFit fit_kernels(const GpuSpec& gpu, const std::string& data_dir) {
     if (r.fp8) gemms.push_back(r);  // FP8 rows of either kind: few are published
   for (const auto& f : use_exact ? exact_files : family_files) fit.files.push_back(f);
   ComputeCalibration cal = ComputeCalibration::defaults_for(gpu);
+  cal.gemm_scale = 1.0;  // benchmarks, not training steps
   GemmFit g = fit_gemm(gpu, gemms);
   fit.gemm_rows = g.rows.size();
   if (g.rows.size() >= 3) {

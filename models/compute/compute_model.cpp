@@ -22,6 +22,7 @@ ComputeCalibration ComputeCalibration::defaults_for(const GpuSpec& gpu) {
   c.attention_backward_efficiency = gpu.attention_backward_efficiency;
   c.gemm_fp8_efficiency = gpu.gemm_fp8_efficiency;
   c.hbm_efficiency = gpu.hbm_efficiency;
+  c.gemm_scale = gpu.sustained_gemm_scale;
   c.source = "catalog default for " + gpu.name + " (models/catalog/instances.yaml)";
   return c;
 }
@@ -33,7 +34,7 @@ double ComputeModel::gemm_time(const Gemm& g, bool fp8) const {
   double dmin = double(std::min({g.m, g.n, g.k}));
   const bool in_fp8 = fp8 && peak_fp8_ > 0;
   const double large = in_fp8 && cal_.gemm_fp8_efficiency > 0 ? cal_.gemm_fp8_efficiency : cal_.gemm_efficiency;
-  double eff = large * dmin / (dmin + cal_.gemm_dim_half);
+  double eff = std::min(1.0, large * cal_.gemm_scale) * dmin / (dmin + cal_.gemm_dim_half);
   double compute = g.flops() / ((in_fp8 ? peak_fp8_ : peak_) * eff);
   double e = in_fp8 ? 1.0 : bytes_per_element(precision_);
   double bytes = e * double(g.batch) * (double(g.m) * g.k + double(g.k) * g.n + double(g.m) * g.n);
@@ -50,10 +51,12 @@ double ComputeModel::pass_time(const PassWork& w, bool is_backward, bool flash_a
   // FLOPs as half, and its published efficiencies are on that count); materialised scores do not.
   if (w.causal && flash_attention) attn *= 0.5;
   const double attn_eff = is_backward && cal_.attention_backward_efficiency > 0 ? cal_.attention_backward_efficiency : cal_.attention_efficiency;
-  t += attn / (peak_ * attn_eff);
-  t += w.elementwise_bytes / (hbm_ * cal_.hbm_efficiency);
+  t += cal_.attention_scale * attn / (peak_ * attn_eff);
+  t += (w.elementwise_bytes + cal_.eager_scale * w.eager_bytes) / (hbm_ * cal_.hbm_efficiency);
   t += w.kernels * cal_.kernel_overhead_s;
-  return t;
+  // The GPU can run no faster than the host launches its kernels (GEMMs and attention included).
+  const int launches = w.kernels + int(w.gemms.size()) + (w.attention_flops > 0 ? 1 : 0);
+  return std::max(t, launches * cal_.host_launch_s);
 }
 
 double ComputeModel::optimizer_time(int64_t local_params, Optimizer opt) const {

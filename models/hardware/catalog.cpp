@@ -32,7 +32,7 @@ static constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 GpuSpec HardwareCatalog::parse_gpu(const YamlNode& n, const std::string& name) const {
   n.check_keys({"arch", "memory_gib", "peak_tflops", "hbm_tbytes_per_s", "gemm_efficiency", "gemm_dim_half",
                 "gemm_overhead_us", "attention_efficiency", "attention_backward_efficiency", "gemm_fp8_efficiency",
-                "hbm_efficiency", "source"});
+                "hbm_efficiency", "sustained_gemm_scale", "source"});
   GpuSpec g;
   g.name = name;
   g.arch = parse_arch(n.at("arch"));
@@ -52,6 +52,7 @@ GpuSpec HardwareCatalog::parse_gpu(const YamlNode& n, const std::string& name) c
   if (auto v = n.get("attention_backward_efficiency")) g.attention_backward_efficiency = v->as_double_in(0.01, 1.0);
   if (auto v = n.get("gemm_fp8_efficiency")) g.gemm_fp8_efficiency = v->as_double_in(0.01, 1.0);
   if (auto v = n.get("hbm_efficiency")) g.hbm_efficiency = v->as_double_in(0.05, 1.0);
+  if (auto v = n.get("sustained_gemm_scale")) g.sustained_gemm_scale = v->as_double_in(0.1, 2.0);
   if (auto v = n.get("source")) g.source = v->as_string();
   return g;
 }

@@ -29,6 +29,7 @@ struct GpuSpec {
   double peak_fp8_flops = 0;              // FLOP/s dense FP8 (0 = no FP8 tensor cores)
   double gemm_fp8_efficiency = 0;         // large FP8 GEMMs: achievable / FP8 peak (0 = as gemm_efficiency)
   double hbm_efficiency = 0.8;            // memory-bound kernels: achievable / HBM peak (STREAM-like copies)
+  double sustained_gemm_scale = 1.0;      // GEMM efficiency in a training step / in a kernel benchmark (fitted on the corpus)
   std::string source;
   bool supports(Precision p) const { return peak_flops.count(p) > 0; }
   double peak(Precision p) const;         // throws std::logic_error if unsupported (validated earlier)

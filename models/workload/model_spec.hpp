@@ -4,6 +4,7 @@
 // tied LM head), BERT (encoder with pooler/NSP and MLM heads) and Llama (RMSNorm, SwiGLU, GQA,
 // rotary positions, untied LM head, no biases).
 #include <cstdint>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>

@@ -89,7 +89,7 @@ static PassWork block_forward(const ModelSpec& m, const WorkloadOptions& o) {
     // torch.compile fuses the pointwise ops around the GEMMs and attention into a few Triton kernels.
     w.kernels = int(w.gemms.size()) + 1 + 4;
   } else {
-    w.elementwise_bytes += double(T) * eager_extra_bytes_per_token(m);
+    w.eager_bytes = double(T) * eager_extra_bytes_per_token(m);
     if (m.arch == Arch::Llama) w.kernels += 24;  // decomposed norms (2 x 6), rotary (~10), SwiGLU (2)
   }
   if (!o.fused_kernels) {
@@ -112,6 +112,7 @@ static PassWork backward_of(const PassWork& fwd, bool flash) {
   // recomputes the scores (counted in compute cost as extra time, not as model FLOPs).
   b.attention_flops = 2.0 * fwd.attention_flops;
   b.elementwise_bytes = 2.0 * fwd.elementwise_bytes;
+  b.eager_bytes = 2.0 * fwd.eager_bytes;
   b.kernels = 2 * fwd.kernels;
   return b;
 }

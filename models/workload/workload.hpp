@@ -23,9 +23,10 @@ struct PassWork {
   double attention_flops = 0;     // QK^T and softmax·V (run by attention kernels), counted non-causal
   bool causal = false;            // causal mask: attention kernels skip the masked half
   double elementwise_bytes = 0;   // norms, activations, softmax, dropout, residuals (HBM traffic)
+  double eager_bytes = 0;         // extra traffic of eager (uncompiled) ops, scaled by the calibration
   int kernels = 0;                // kernel launches (fixed overhead each)
   double flops() const;
-  bool empty() const { return gemms.empty() && attention_flops == 0 && elementwise_bytes == 0 && kernels == 0; }
+  bool empty() const { return gemms.empty() && attention_flops == 0 && elementwise_bytes == 0 && eager_bytes == 0 && kernels == 0; }
 };
 
 enum class UnitKind { Embedding, Block, Head };

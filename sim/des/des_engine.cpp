@@ -7,6 +7,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <random>
 
 #include "models/collective/flows.hpp"
 #include "sim/des/platform.hpp"
@@ -76,6 +77,19 @@ class Run {
     compute_factor_.assign(nodes_, 1.0);
     for (const auto& s : p.scenario.what_if.slow_nodes)
       if (s.node < nodes_) compute_factor_[s.node] *= s.compute_factor;
+    // Jitter, sampled: each node runs at the pace of its slowest GPU, whose compute takes
+    // 1 + cv·z longer (z standard normal; a fixed seed, so runs repeat exactly). The analytic engine
+    // uses the expectation of the same maximum over all ranks.
+    const double cv = p.compute_calibration.jitter_cv;
+    if (cv > 0) {
+      std::mt19937_64 rng(0x6d696373696dULL);  // "micsim"
+      std::normal_distribution<double> z(0.0, 1.0);
+      for (int n = 0; n < nodes_; ++n) {
+        double slowest = -1e300;
+        for (int g = 0; g < p.layout.gpus_per_node; ++g) slowest = std::max(slowest, z(rng));
+        compute_factor_[n] *= std::max(0.5, 1.0 + cv * (p.layout.world > 1 ? slowest : 0.0));
+      }
+    }
   }
 
   void spawn() {

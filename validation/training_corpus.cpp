@@ -1,0 +1,398 @@
+#include "validation/training_corpus.hpp"
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <regex>
+#include <exception>
+#include <mutex>
+#include <thread>
+
+#include "models/hardware/catalog.hpp"
+#include "models/io/csv.hpp"
+#include "models/io/input_error.hpp"
+#include "models/io/input_file.hpp"
+#include "validation/collective_validation.hpp"
+#include "validation/least_squares.hpp"
+
+namespace micsim {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+double num(const std::string& s) {
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  return s.empty() || *end || !std::isfinite(v) ? NAN : v;
+}
+
+// Catalog GPU for a published name; "unspecified" and variants map to the nearest catalog part.
+std::optional<std::string> catalog_gpu(const std::string& g, std::vector<std::string>& assumed) {
+  if (g == "V100-SXM2-32GB" || g == "A100-SXM4-40GB" || g == "A100-SXM4-80GB" || g == "H100-SXM-80GB" || g == "H200-SXM-141GB") return g;
+  if (g == "V100-unspecified") return assumed.push_back("V100 taken as V100-SXM2-32GB"), std::string("V100-SXM2-32GB");
+  if (g == "A100-unspecified") return assumed.push_back("A100 taken as A100-SXM4-80GB"), std::string("A100-SXM4-80GB");
+  if (g == "H100-unspecified") return assumed.push_back("H100 taken as H100-SXM-80GB"), std::string("H100-SXM-80GB");
+  if (g == "H100-HBM2e-96GB") return assumed.push_back("Grand Teton H100 (96 GB, 500 W) taken as H100-SXM-80GB"), std::string("H100-SXM-80GB");
+  return std::nullopt;
+}
+
+// The node's network from the published interconnect text; defaults per GPU generation otherwise.
+YAML::Node network_of(const std::string& text, const std::string& gpu, int gpus_per_node, std::vector<std::string>& assumed) {
+  YAML::Node n;
+  const bool hopper = gpu.rfind("H1", 0) == 0 || gpu.rfind("H2", 0) == 0;
+  const bool volta = gpu.rfind("V100", 0) == 0;
+  std::string fabric = volta ? "efa-2019" : hopper ? "infiniband-ndr" : "infiniband-hdr";
+  double node_gbits = volta ? 100 : hopper ? 3200 : 1600;
+  std::smatch m;
+  std::string t = text;
+  std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  bool known = false;
+  if (t.find("efa") != std::string::npos) fabric = volta ? "efa-2019" : hopper ? "efa-v2" : "efa-p4", known = true;
+  else if (t.find("roce") != std::string::npos) fabric = "roce-1600g", known = true;
+  else if (t.find("infiniband") != std::string::npos || t.find(" ib") != std::string::npos || t.find("hdr") != std::string::npos ||
+           t.find("ndr") != std::string::npos) known = true;
+  if (std::regex_search(t, m, std::regex(R"((\d+)\s*x\s*(\d+)\s*g)"))) node_gbits = num(m[1]) * num(m[2]), known = true;
+  else if (std::regex_search(t, m, std::regex(R"((\d+)\s*gb/s per gpu)"))) node_gbits = num(m[1]) * gpus_per_node, known = true;
+  else if (std::regex_search(t, m, std::regex(R"((\d+)\s*gbps)"))) node_gbits = num(m[1]), known = true;
+  else if (t.find("p5.48xlarge") != std::string::npos) node_gbits = 3200;
+  else if (t.find("p4d") != std::string::npos) node_gbits = 400;
+  if (!known && t.find("single node") == std::string::npos)
+    assumed.push_back(fmt::format("interconnect not published: {} at {:.0f} Gb/s per node assumed", fabric, node_gbits));
+  const int nics = gpus_per_node;
+  n["nics"] = nics;
+  n["gbits_per_nic"] = node_gbits / nics;
+  n["fabric"] = fabric;
+  return n;
+}
+
+// Tokens/s per GPU from a published metric, in the source's FLOP convention.
+std::optional<double> tokens_per_gpu(const std::string& metric, double value, const std::string& conv, double params, int layers,
+                                     double hidden, double vocab, double seq, int gpus, double global_batch, double peak,
+                                     bool recompute, std::string& skip) {
+  if (metric == "tokens_per_s_per_gpu") return value;
+  if (metric == "tokens_per_s") return value / gpus;
+  if (metric == "samples_per_s") return value * seq / gpus;
+  if (metric == "step_time_s") {
+    if (!(global_batch > 0)) return skip = "step time without a global batch", std::nullopt;
+    return global_batch * seq / value / gpus;
+  }
+  if (metric == "tflops_per_gpu" || metric == "mfu") {
+    const double achieved = metric == "mfu" ? value * peak : value * 1e12;
+    double per_token = 0;
+    if (conv.find("Megatron") != std::string::npos || conv.find("96*B*s") != std::string::npos) {
+      per_token = (recompute ? 96.0 : 72.0) * layers * hidden * hidden * (1 + seq / (6 * hidden) + vocab / (16.0 * layers * hidden));
+    } else if (conv.find("6*B*s^2") != std::string::npos) {
+      per_token = 6 * params + 6.0 * layers * hidden * seq;  // causal attention counted as half
+    } else if (conv.find("12") != std::string::npos && conv.find("6") != std::string::npos) {
+      per_token = 6 * params + 12.0 * layers * hidden * seq;
+    } else {
+      return skip = "FLOP convention not published: cannot convert " + metric, std::nullopt;
+    }
+    return achieved / per_token;
+  }
+  return skip = "metric " + metric + " not compared", std::nullopt;
+}
+
+std::vector<std::string> corpus_files(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().extension() == ".csv") out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+std::vector<CorpusRow> load_training_corpus(const std::string& dir) {
+  std::vector<CorpusRow> out;
+  const auto& cat = HardwareCatalog::builtin();
+  for (const auto& file : corpus_files(dir)) {
+    CsvTable t = load_csv(file);
+    for (const char* c : {"id", "source", "source_group", "gpu", "gpus", "metric", "value", "arch", "layers", "hidden", "heads", "ffn",
+                          "vocab", "seq_len", "micro_batch", "strategy", "framework", "precision"})
+      if (t.column(c) < 0) throw InputError({file, 1, 0}, c, "missing column of the training corpus");
+    for (const auto& r : t.rows) {
+      auto f = [&](const char* c) { return t.column(c) >= 0 ? r.fields[t.column(c)] : std::string(); };
+      CorpusRow row;
+      row.id = f("id"), row.source = f("source"), row.source_group = f("source_group"), row.file = file, row.line = r.line;
+      row.gpu = f("gpu"), row.framework = f("framework"), row.strategy = f("strategy"), row.metric = f("metric");
+      row.series = f("series"), row.precision = f("precision"), row.checkpointing = f("activation_checkpointing"), row.model = f("model");
+      row.convention = f("flop_convention");
+      row.gpus = int(num(f("gpus")));
+      row.seq_len = int64_t(num(f("seq_len")));
+      row.micro_batch = int64_t(num(f("micro_batch")));
+      row.compile = f("compile") == "true";
+      auto& assumed = row.assumptions;
+      auto skip = [&](const std::string& why) {
+        row.skip_reason = why;
+        out.push_back(row);
+      };
+      const std::string arch = f("arch");
+      auto gpu = catalog_gpu(row.gpu, assumed);
+      if (!gpu) { skip("GPU " + row.gpu + " not in the catalog"); continue; }
+      row.arch = cat.find_gpu(*gpu)->arch;
+      if (arch != "llama" && arch != "gpt" && arch != "mpt" && arch != "bert") { skip("architecture " + arch + " not modelled"); continue; }
+      if (row.framework.rfind("other:", 0) == 0 && row.strategy == "zero1" && !f("partition_size").empty()) {
+        skip("ZeRO-1 sharded within groups (InternEvo zero1=8) is not a micsim strategy"); continue;
+      }
+      bool arch_known = true;
+      for (const char* k : {"layers", "hidden", "heads", "ffn", "vocab"}) arch_known &= num(f(k)) > 0 && num(f(k)) < 1e9;
+      if (!arch_known) { skip("architecture not published in full"); continue; }
+      const double value = num(f("value"));
+      if (!(value > 0) || !(row.gpus > 0) || !(row.seq_len > 0) || !(row.micro_batch > 0)) { skip("incomplete row"); continue; }
+      const std::string notes = f("notes");
+      const bool offload = (notes.find("offload") != std::string::npos || notes.find("Offload") != std::string::npos) &&
+                           notes.find("CPUOffload False") == std::string::npos;
+      if (offload) {
+        skip("CPU offload is not modelled"); continue;
+      }
+      if (row.metric == "samples_per_s" && row.framework == "deepspeed" && notes.find("autotun") != std::string::npos) {
+        skip("autotuner metric, not an end-to-end step"); continue;
+      }
+      int gpn = int(num(f("gpus_per_node")));
+      if (!(gpn > 0)) gpn = std::min(row.gpus, 8), assumed.push_back(fmt::format("{} GPUs per node", gpn));
+      gpn = std::min(gpn, row.gpus);
+      if (row.gpus % gpn != 0) { skip("GPUs not a multiple of GPUs per node"); continue; }
+      // Scenario as a YAML tree.
+      YAML::Node y;
+      y["name"] = row.id;
+      YAML::Node inst = y["cluster"]["instance"];
+      inst["gpu"] = *gpu;
+      inst["gpus_per_node"] = gpn;
+      const GpuSpec* spec = cat.find_gpu(*gpu);
+      const bool hopper = spec->arch >= GpuArch::Hopper;
+      inst["intra_node"]["kind"] = "nvlink";
+      inst["intra_node"]["gbytes_per_s"] = spec->arch == GpuArch::Volta ? 120.0 : hopper ? 370.8 : 240.0;
+      inst["intra_node"]["nvls"] = hopper;
+      inst["network"] = network_of(f("interconnect"), *gpu, gpn, assumed);
+      y["cluster"]["nodes"] = row.gpus / gpn;
+      YAML::Node m = y["model"];
+      m["arch"] = arch == "mpt" ? "gpt" : arch;
+      for (const char* k : {"layers", "hidden", "heads", "ffn", "vocab"}) m[k] = int64_t(num(f(k)));
+      const double kv = num(f("kv_heads"));
+      if (kv > 0) m["kv_heads"] = int64_t(kv);
+      if (arch == "mpt") {
+        // MPT (llm-foundry benchmark configs): no learned positions beyond the sequence, no dropout.
+        m["max_position"] = row.seq_len, m["dropout"] = false;
+      }
+      if (arch == "gpt" || arch == "bert") m["max_position"] = std::max<int64_t>(row.seq_len, 512);
+      YAML::Node tr = y["training"];
+      tr["seq_len"] = row.seq_len;
+      tr["micro_batch"] = row.micro_batch;
+      const double gb = num(f("global_batch")), ga = num(f("grad_accum"));
+      const double per_step = double(row.micro_batch) * row.gpus;
+      if (gb > 0 && std::fmod(gb, per_step) == 0) tr["global_batch"] = int64_t(gb);
+      else if (ga > 0) tr["grad_accumulation_steps"] = int64_t(ga);
+      else tr["grad_accumulation_steps"] = 1, assumed.push_back("one micro-step per step");
+      if (row.precision == "fp8" && spec->peak_fp8_flops <= 0) { skip("fp8 on a GPU without FP8"); continue; }
+      tr["precision"] = row.precision == "fp16" ? "fp16" : row.precision == "fp8" ? "fp8" : "bf16";
+      if (f("compile") == "unknown") assumed.push_back("no torch.compile");
+      tr["compile"] = row.compile;
+      std::string ck = row.checkpointing;
+      if (ck == "unknown" || ck.empty()) ck = "full", assumed.push_back("full activation checkpointing");
+      tr["activation_checkpointing"] = ck;
+      const double every = num(f("checkpoint_every"));
+      if (ck == "selective-layer") {
+        tr["checkpoint_every"] = every > 0 ? int64_t(every) : 2;
+        if (!(every > 0)) assumed.push_back("selective-layer every 2nd block");
+      }
+      const std::string flash = f("flash_attention");
+      if (flash == "true" || flash == "false") tr["flash_attention"] = flash == "true" && spec->arch >= GpuArch::Ampere;
+      YAML::Node st = y["strategy"];
+      st["kind"] = row.strategy == "hsdp" ? "hsdp" : row.strategy;
+      if (row.strategy == "hsdp") st["partition_size"] = int64_t(num(f("partition_size")));
+      const std::string fw = row.framework;
+      if (fw == "fsdp1" || fw == "fsdp2" || fw == "deepspeed") st["framework"] = fw;
+      if (fw == "smp") st["kind"] = "mics", st["framework"] = "smp", st["partition_size"] = int64_t(num(f("partition_size")));
+      std::smatch vm;
+      const std::string software = f("software");
+      if (fw == "deepspeed" && std::regex_search(software, vm, std::regex(R"(DeepSpeed[ v]*([0-9]+\.[0-9]+(\.[0-9]+)?))")))
+        st["version"] = vm[1].str();
+      YAML::Emitter e;
+      e << y;
+      row.scenario_yaml = std::string(e.c_str()) + "\n";
+      // The published figure in tokens/s per GPU.
+      double params = num(f("params"));
+      const double peak = row.precision == "fp8" && row.convention.find("1979") != std::string::npos ? spec->peak_fp8_flops
+                                                                                                   : spec->peak(Precision::BF16);
+      std::string why;
+      auto tok = tokens_per_gpu(row.metric, value, row.convention, params > 0 ? params : NAN, int(num(f("layers"))), num(f("hidden")),
+                                num(f("vocab")), double(row.seq_len), row.gpus, gb, peak, ck == "full", why);
+      if (!tok || !std::isfinite(*tok)) { skip(why.empty() ? "cannot convert the metric" : why); continue; }
+      row.published = *tok;
+      out.push_back(row);
+    }
+  }
+  // The MosaicML A100 table (its own format), beside the corpus directory.
+  const fs::path mosaic = fs::path(dir).parent_path() / "mosaicml-fsdp-a100.csv";
+  if (fs::exists(mosaic)) {
+    CsvTable t = load_csv(mosaic.string());
+    static const std::map<std::string, std::tuple<int, int, int>> mpt = {
+        {"125m", {768, 12, 12}}, {"350m", {1024, 16, 24}}, {"760m", {1536, 12, 24}}, {"1b", {2048, 16, 24}}, {"3b", {2560, 20, 32}},
+        {"7b", {4096, 32, 32}}, {"13b", {5120, 40, 40}}, {"30b", {7168, 56, 48}}, {"70b", {8192, 64, 80}}};
+    for (const auto& r : t.rows) {
+      auto f = [&](const char* c) { return t.column(c) >= 0 ? r.fields[t.column(c)] : std::string(); };
+      auto it = mpt.find(f("Model"));
+      const int gpus = int(num(f("# GPUs")));
+      if (it == mpt.end() || f("Sharding Strategy") != "FULL_SHARD" || gpus % 8 != 0) continue;
+      CorpusRow row;
+      auto [h, heads, layers] = it->second;
+      row.source = f("source"), row.source_group = "mosaicml", row.file = mosaic.string(), row.line = r.line;
+      row.gpu = f("GPU") == "a100_40gb" ? "A100-SXM4-40GB" : "A100-SXM4-80GB";
+      row.arch = GpuArch::Ampere;
+      row.gpus = gpus, row.seq_len = int64_t(num(f("SeqLen (T)"))), row.micro_batch = int64_t(num(f("MicroBatchSize")));
+      row.framework = "fsdp1", row.strategy = "zero3", row.metric = "mfu", row.model = "mpt-" + f("Model");
+      row.id = fmt::format("mosaicml-a100-{}-s{}-g{}-{}-mb{}", f("Model"), row.seq_len, gpus, f("GPU"), row.micro_batch);
+      row.checkpointing = f("Activation Checkpointing") == "True" ? "full" : "none";
+      row.precision = "bf16";
+      row.convention = "6N+12Lhs (llm-foundry)";
+      YAML::Node y;
+      y["name"] = row.id;
+      y["cluster"]["instance"] = f("GPU") == "a100_40gb" ? "mosaicml-a100-40gb" : "mosaicml-a100-80gb";
+      y["cluster"]["nodes"] = gpus / 8;
+      YAML::Node m = y["model"];
+      m["arch"] = "gpt", m["layers"] = layers, m["hidden"] = h, m["heads"] = heads, m["ffn"] = 4 * h, m["vocab"] = 50368;
+      m["max_position"] = row.seq_len, m["dropout"] = false;
+      YAML::Node tr = y["training"];
+      tr["seq_len"] = row.seq_len, tr["micro_batch"] = row.micro_batch, tr["global_batch"] = int64_t(num(f("GlobalBatchSize")));
+      tr["precision"] = "bf16", tr["activation_checkpointing"] = row.checkpointing, tr["flash_attention"] = true;
+      y["strategy"]["kind"] = "zero3";
+      y["strategy"]["framework"] = "fsdp1";
+      YAML::Emitter e;
+      e << y;
+      row.scenario_yaml = std::string(e.c_str()) + "\n";
+      const double params = num(f("NumParams"));
+      row.published = num(f("MFU")) / 100.0 * 312e12 / (6 * params + 12.0 * layers * h * double(row.seq_len));
+      out.push_back(row);
+    }
+  }
+  return out;
+}
+
+const std::vector<std::string>& CorpusConstants::names() {
+  static const std::vector<std::string> n = {"host_launch_us", "attention_scale", "memory_pressure_slowdown", "jitter_cv",
+                                             "gemm_scale_volta", "gemm_scale_ampere", "gemm_scale_hopper"};
+  return n;
+}
+std::vector<double> CorpusConstants::values() const {
+  return {host_launch_s * 1e6, attention_scale, memory_pressure_slowdown, jitter_cv, gemm_scale_volta, gemm_scale_ampere, gemm_scale_hopper};
+}
+CorpusConstants CorpusConstants::from(const std::vector<double>& v) {
+  CorpusConstants k;
+  k.host_launch_s = v[0] * 1e-6, k.attention_scale = v[1], k.memory_pressure_slowdown = v[2], k.jitter_cv = v[3];
+  k.gemm_scale_volta = v[4], k.gemm_scale_ampere = v[5], k.gemm_scale_hopper = v[6];
+  return k;
+}
+
+std::vector<CorpusPrediction> predict_corpus(const std::vector<CorpusRow>& rows, const CorpusConstants& k, int threads) {
+  std::vector<const CorpusRow*> todo;
+  for (const auto& r : rows)
+    if (r.skip_reason.empty()) todo.push_back(&r);
+  std::vector<CorpusPrediction> out(todo.size());
+  std::atomic<size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  auto work = [&] {
+    for (size_t i = next++; i < todo.size(); i = next++) try {
+      const CorpusRow& row = *todo[i];
+      out[i].row = &row;
+      Scenario sc;
+      try {
+        sc = parse_scenario_text(row.scenario_yaml, "<corpus>");
+      } catch (const InputError& e) {
+        throw InputError({row.file, row.line, 0}, e.key(), e.detail());
+      }
+      sc.calibration.host_launch_s = k.host_launch_s;
+      sc.calibration.attention_scale = k.attention_scale;
+      sc.calibration.memory_pressure_slowdown = k.memory_pressure_slowdown;
+      sc.calibration.jitter_cv = std::max(1e-9, k.jitter_cv);
+      const GpuArch a = sc.cluster.instance.gpu.arch;
+      sc.calibration.gemm_scale = a == GpuArch::Volta ? k.gemm_scale_volta : a >= GpuArch::Hopper ? k.gemm_scale_hopper : k.gemm_scale_ampere;
+      SimulationResult r = simulate_analytic(prepare_simulation(sc));
+      out[i].predicted = r.tokens_per_s / r.world_size;
+      out[i].fits = r.memory.fits;
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(failure_mutex);
+      if (!failure) failure = std::current_exception();
+      next = todo.size();
+    }
+  };
+  const int n = std::max(1, threads > 0 ? threads : int(std::thread::hardware_concurrency()));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < n; ++t) pool.emplace_back(work);
+  work();
+  for (auto& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+  return out;
+}
+
+CorpusConstants fit_corpus_constants(const std::vector<CorpusRow>& rows, const CorpusConstants& start, int threads) {
+  const std::vector<double> v0 = start.values();
+  // The host launch cost stays at its start value: no corpus row is launch-bound enough to determine it.
+  std::vector<FitParameter> params = {{"attention_scale", std::max(0.2, v0[1]), 0.2, 5},
+                                      {"memory_pressure_slowdown", std::max(0.01, v0[2]), 0.001, 5},
+                                      {"jitter_cv", std::max(0.002, v0[3]), 1e-4, 0.5}};
+  // A generation's sustained-GEMM constant is fitted only when the rows include that generation.
+  std::vector<int> fitted = {1, 2, 3};
+  bool has[3] = {false, false, false};
+  for (const auto& r : rows)
+    if (r.skip_reason.empty()) has[r.arch == GpuArch::Volta ? 0 : r.arch >= GpuArch::Hopper ? 2 : 1] = true;
+  for (int g = 0; g < 3; ++g)
+    if (has[g]) params.push_back({CorpusConstants::names()[4 + g], std::max(0.2, v0[4 + g]), 0.2, 2.0}), fitted.push_back(4 + g);
+  auto expand = [&](const std::vector<double>& v) {
+    std::vector<double> all = v0;
+    for (size_t i = 0; i < fitted.size(); ++i) all[fitted[i]] = v[i];
+    return CorpusConstants::from(all);
+  };
+  FitOutcome o = fit_least_squares(params, [&](const std::vector<double>& v) {
+    std::vector<double> res;
+    for (const auto& p : predict_corpus(rows, expand(v), threads)) res.push_back(std::log(p.predicted / p.row->published));
+    return res;
+  }, 0.1, 30);
+  return expand(o.values);
+}
+
+SourceScore score(const std::string& group, const std::vector<double>& errors) {
+  SourceScore s;
+  s.group = group;
+  s.rows = errors.size();
+  if (errors.empty()) return s;
+  std::vector<double> a;
+  for (double e : errors) a.push_back(std::fabs(e)), s.mape += std::fabs(e), s.mean_signed += e;
+  s.mape /= double(errors.size());
+  s.mean_signed /= double(errors.size());
+  ErrorSummary sum = summarize_errors(errors);
+  s.median_abs = sum.median_abs, s.p90_abs = sum.p90_abs;
+  return s;
+}
+
+HeldOutCorpus held_out_corpus(const std::vector<CorpusRow>& rows, const CorpusConstants& start, int threads) {
+  HeldOutCorpus out;
+  std::vector<std::string> groups;
+  for (const auto& r : rows)
+    if (r.skip_reason.empty() && std::find(groups.begin(), groups.end(), r.source_group) == groups.end()) groups.push_back(r.source_group);
+  std::sort(groups.begin(), groups.end());
+  for (const auto& g : groups) {
+    std::vector<CorpusRow> train, test;
+    for (const auto& r : rows) {
+      if (!r.skip_reason.empty()) continue;
+      (r.source_group == g ? test : train).push_back(r);
+    }
+    CorpusConstants k = fit_corpus_constants(train, start, threads);
+    out.constants[g] = k;
+    for (auto p : predict_corpus(test, k, threads)) {
+      // Point back into `rows` (the caller's), not the local copy.
+      for (const auto& r : rows)
+        if (r.id == p.row->id && r.file == p.row->file && r.line == p.row->line) p.row = &r;
+      out.predictions.push_back(p);
+    }
+  }
+  return out;
+}
+
+}  // namespace micsim

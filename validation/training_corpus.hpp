@@ -1,0 +1,74 @@
+#pragma once
+// The training-throughput corpus (validation/data/training-corpus/*.csv and the MosaicML A100 table):
+// published runs with their configurations, each turned into a scenario and compared on tokens/s per
+// GPU (every published metric is converted there with the source's own FLOP convention). Scored out of
+// sample: the constants fitted on the corpus are fitted on the other source groups only when a group
+// is scored (leave one source out). See validation/data/training-corpus/README.md for the rows.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "models/compute/compute_model.hpp"
+#include "sim/simulation.hpp"
+
+namespace micsim {
+
+struct CorpusRow {
+  GpuArch arch = GpuArch::Ampere;       // of the GPU (which sustained-GEMM constant applies)
+  std::string id, source, source_group, file;
+  int line = 0;
+  std::string gpu, framework, strategy, metric, series, precision, checkpointing, model;
+  int gpus = 0;
+  int64_t seq_len = 0, micro_batch = 0;
+  bool compile = false;
+  double published = 0;                 // tokens/s per GPU, converted from `metric`
+  std::string convention;               // the source's FLOP convention (for the conversion)
+  std::string scenario_yaml;            // generated (a YAML tree, never CSV text pasted into YAML)
+  std::vector<std::string> assumptions; // configuration the source does not publish
+  std::string skip_reason;              // why it is not compared ("" = compared)
+};
+
+// Loads every CSV of the corpus directory (and the MosaicML A100 table if present beside it).
+std::vector<CorpusRow> load_training_corpus(const std::string& dir);
+
+// Constants fitted on the corpus (the rest of the model comes from the catalog and the kernel data).
+struct CorpusConstants {
+  double host_launch_s = 0;             // CPU time per kernel launch (launch-bound passes; not fitted)
+  double attention_scale = 1.0;         // in-training attention vs the kernel benchmarks
+  double memory_pressure_slowdown = 0.25;
+  double jitter_cv = 0.01;              // per-rank compute-time noise (coefficient of variation)
+  double gemm_scale_volta = 1.0, gemm_scale_ampere = 1.0, gemm_scale_hopper = 1.0;  // sustained GEMMs per generation
+  static const std::vector<std::string>& names();
+  std::vector<double> values() const;
+  static CorpusConstants from(const std::vector<double>& v);
+};
+
+struct CorpusPrediction {
+  const CorpusRow* row = nullptr;
+  double predicted = 0;                 // tokens/s per GPU
+  bool fits = true;
+  double error() const { return predicted / row->published - 1; }
+};
+
+// Simulates the comparable rows with the given constants (analytic engine; threads = every core).
+std::vector<CorpusPrediction> predict_corpus(const std::vector<CorpusRow>& rows, const CorpusConstants& k, int threads = 0);
+
+// Fits the constants on `rows` (Levenberg-Marquardt on log(predicted/published), Huber).
+CorpusConstants fit_corpus_constants(const std::vector<CorpusRow>& rows, const CorpusConstants& start, int threads = 0);
+
+struct SourceScore {
+  std::string group;
+  size_t rows = 0;
+  double mape = 0, median_abs = 0, p90_abs = 0, mean_signed = 0;
+};
+SourceScore score(const std::string& group, const std::vector<double>& errors);
+
+// Leave one source group out: each group predicted with constants fitted on the others.
+struct HeldOutCorpus {
+  std::vector<CorpusPrediction> predictions;              // every comparable row, held out
+  std::map<std::string, CorpusConstants> constants;       // per held-out group
+};
+HeldOutCorpus held_out_corpus(const std::vector<CorpusRow>& rows, const CorpusConstants& start, int threads = 0);
+
+}  // namespace micsim
