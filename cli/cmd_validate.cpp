@@ -22,9 +22,11 @@ namespace {
 
 // The corpus: per source group, errors with the constants fitted on every group (in sample) and, with
 // --leave-one-source-out, with constants fitted on the other groups only (out of sample).
-int run_corpus_validation(const std::string& dir, bool held_out, const std::string& json_path, bool quiet, int threads) {
+int run_corpus_validation(const std::string& dir, bool held_out, const std::string& json_path, const std::string& bands_path, bool quiet,
+                          int threads) {
   OutputPlan outputs;
   outputs.output("--json", json_path);
+  outputs.output("--write-bands", bands_path);
   const auto rows = load_training_corpus(dir);
   size_t compared = 0;
   std::map<std::string, size_t> skipped;
@@ -74,6 +76,39 @@ int run_corpus_validation(const std::string& dir, bool held_out, const std::stri
     table(h.predictions, "leave one source group out (constants fitted on the other groups only):", "held_out");
     text += "\nconstants fitted without each group:\n";
     for (const auto& [g, k] : h.constants) text += fmt::format("  {:<34}{}\n", g, constants_text(k));
+    // 90 % bands from the held-out residuals, and how often rows of a group fall in bands made without it.
+    auto bands = error_bands(h.predictions);
+    const double coverage = band_coverage(h.predictions);
+    text += "\n90 % error bands (held-out residuals, predicted/published - 1):\n";
+    nlohmann::json jb = nlohmann::json::array();
+    for (const auto& b : bands) {
+      text += fmt::format("  {:<8}{:<12}{:>5} rows  [{:+.1f} %, {:+.1f} %]\n", b.gpu_generation, b.family, b.rows, 100 * b.q05, 100 * b.q95);
+      jb.push_back({{"gpu", b.gpu_generation}, {"family", b.family}, {"rows", b.rows}, {"q05", b.q05}, {"q95", b.q95}});
+    }
+    text += fmt::format("  coverage on held-out groups (bands built without the group): {:.1f} %\n", 100 * coverage);
+    j["error_bands"] = jb;
+    j["band_coverage"] = coverage;
+    // Scaling series: per-GPU throughput change from the smallest to the largest GPU count, held out.
+    std::map<std::string, std::vector<const CorpusPrediction*>> series;
+    for (const auto& p : h.predictions)
+      if (!p.row->series.empty()) series[p.row->series].push_back(&p);
+    text += "\nscaling series, held out (per-GPU throughput change, smallest -> largest GPU count):\n";
+    nlohmann::json jsr = nlohmann::json::array();
+    for (auto& [name, v] : series) {
+      std::sort(v.begin(), v.end(), [](auto* a, auto* b) { return a->row->gpus < b->row->gpus; });
+      if (v.size() < 2 || v.front()->row->gpus == v.back()->row->gpus) continue;
+      const double pub = v.back()->row->published / v.front()->row->published - 1;
+      const double pred = v.back()->predicted / v.front()->predicted - 1;
+      text += fmt::format("  {:<52}{:>5} -> {:>5} GPUs  published {:+6.1f} %  predicted {:+6.1f} %  ({:+.1f} points)\n", name.substr(0, 51),
+                          v.front()->row->gpus, v.back()->row->gpus, 100 * pub, 100 * pred, 100 * (pred - pub));
+      jsr.push_back({{"series", name}, {"from_gpus", v.front()->row->gpus}, {"to_gpus", v.back()->row->gpus}, {"published_change", pub},
+                     {"predicted_change", pred}});
+    }
+    j["scaling_series"] = jsr;
+    if (!bands_path.empty())
+      write_output_file(bands_path, error_bands_yaml(bands, fmt::format("micsim validate --corpus {} --leave-one-source-out: {} held-out rows, "
+                                                                        "coverage {:.1f} % on groups left out of the bands", dir,
+                                                                        h.predictions.size(), 100 * coverage), 12));
   }
   if (!quiet) {
     text += "\nrows (in sample):\n";
@@ -91,7 +126,7 @@ int run_corpus_validation(const std::string& dir, bool held_out, const std::stri
 Runner add_validate(CLI::App& app) {
   struct Opts {
     std::vector<std::string> datasets;
-    std::string instance, json, calibration, op, corpus;
+    std::string instance, json, calibration, op, corpus, bands;
     bool quiet = false, held_out = false;
     int threads = 0;
   };
@@ -101,6 +136,8 @@ Runner add_validate(CLI::App& app) {
   cmd->add_option("--corpus", o->corpus, "The training-throughput corpus directory (validation/data/training-corpus): "
                                          "every published run vs micsim on tokens/s per GPU");
   cmd->add_option("--threads", o->threads, "Worker threads (default: every core)")->check(CLI::Range(0, 1024));
+  cmd->add_option("--write-bands", o->bands, "With --corpus --leave-one-source-out: write the 90 % error bands (YAML, the format of "
+                                             "models/catalog/error_bands.yaml) to FILE");
   cmd->add_option("--instance", o->instance, "Instance for logs (CSV rows name their cluster)");
   cmd->add_option("--calibration", o->calibration, "Calibration file to apply");
   cmd->add_option("--op", o->op, "Collective of a log that does not name it");
@@ -111,7 +148,9 @@ Runner add_validate(CLI::App& app) {
   return [o]() -> int {
     if (o->datasets.empty() && o->corpus.empty())
       throw InputError({"micsim validate", 0, 0}, "", "give datasets (nccl-tests, MosaicML, training-results) or --corpus DIR");
-    if (!o->corpus.empty()) return run_corpus_validation(o->corpus, o->held_out, o->json, o->quiet, o->threads);
+    if (!o->bands.empty() && (o->corpus.empty() || !o->held_out))
+      throw InputError({"--write-bands", 0, 0}, "", "needs --corpus DIR and --leave-one-source-out (the bands are out-of-sample residuals)");
+    if (!o->corpus.empty()) return run_corpus_validation(o->corpus, o->held_out, o->json, o->bands, o->quiet, o->threads);
     if (!o->instance.empty()) lookup_instance("--instance", o->instance);
     OutputPlan outputs;
     outputs.input(o->calibration);

@@ -513,6 +513,18 @@ std::string format_plan(const PlanResult& r) {
       o += fmt::format("{:>10.2f}{:>12}", row.hours_for_target / 24, row.has_price ? fmt::format("{:.0f}", row.usd_for_target) : "-");
     o += fmt::format("  {}{}\n", res.engine, row.pareto ? " *" : "");
   }
+  // Candidates whose 90 % intervals overlap the winner's: their order is within micsim's error.
+  if (r.ranking.size() >= 2) {
+    const SimulationResult& w = r.ranking.front().eval->best();
+    size_t within = 1;
+    while (within < r.ranking.size() && r.ranking[within].eval->best().tokens_per_s_high >= w.tokens_per_s_low) ++within;
+    if (within > 1)
+      o += fmt::format("\n  Ranks 1-{} are within each other's 90 % intervals (winner {:.0f}-{:.0f} tokens/s): measure before choosing "
+                       "between them.\n", within, w.tokens_per_s_low, w.tokens_per_s_high);
+    else
+      o += fmt::format("\n  The winner's 90 % interval ({:.0f}-{:.0f} tokens/s) is clear of the runner-up's.\n", w.tokens_per_s_low,
+                       w.tokens_per_s_high);
+  }
   if (!r.pareto.empty()) {
     o += "\n  Pareto front, throughput vs cost (* above):\n";
     for (size_t i : r.pareto) {

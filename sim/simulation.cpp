@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "models/calibration/error_bands.hpp"
 #include "models/compute/jitter.hpp"
 
 namespace micsim {
@@ -79,6 +80,17 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
   const double tokens = double(sc.training.global_batch) * double(sc.training.seq_len);
   r.samples_per_s = double(sc.training.global_batch) / tl.iteration_time_s;
   r.tokens_per_s = tokens / tl.iteration_time_s;
+  {
+    const bool sharded = sc.strategy.kind == StrategyKind::Zero3 || sc.strategy.kind == StrategyKind::MiCS || sc.strategy.kind == StrategyKind::HSDP;
+    const ErrorBand& band = ErrorBands::builtin().for_prediction(sc.cluster.instance.gpu.arch, sharded);
+    // error = predicted / published - 1, so the published value lies in predicted / (1 + error).
+    r.tokens_per_s_low = r.tokens_per_s / (1 + band.q95);
+    r.tokens_per_s_high = r.tokens_per_s / (1 + band.q05);
+    r.iteration_time_s_low = tl.iteration_time_s * (1 + band.q05);
+    r.iteration_time_s_high = tl.iteration_time_s * (1 + band.q95);
+    r.interval_source = fmt::format("90 % interval from {} held-out published runs ({} GPUs, {} strategies): {}", band.rows,
+                                    band.gpu_generation, band.family, ErrorBands::builtin().source());
+  }
   r.model_flops_per_step = model_flops_per_token(sc.model, p.workload.params, sc.training.seq_len) * tokens;
   r.hw_flops_per_step =
       hardware_flops_per_token(sc.model, p.workload.params, sc.training.seq_len, sc.training.checkpointing, sc.training.checkpoint_every) * tokens;
@@ -131,6 +143,7 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
   r.sources.push_back(fmt::format("model {}: {}", sc.model.name, sc.model.source.empty() ? "inline spec" : sc.model.source));
   r.sources.push_back("collective costs: NCCL tuning.cc latency/protocol model (../shared/reference/nccl-and-compute.md §3)");
   r.sources.push_back("FLOPs: 6N + 12·L·h·s per token (PaLM convention, non-causal attention, no recompute)");
+  r.sources.push_back(r.interval_source);
   r.sources.push_back("activations: Korthikanti et al. 2022 (arXiv 2205.05198), generalised");
   if (sc.cluster.instance.price_usd_per_hour)
     r.sources.push_back(fmt::format("price: {} ({})", sc.cluster.instance.name, sc.cluster.instance.price_note));

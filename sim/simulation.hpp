@@ -45,6 +45,10 @@ struct SimulationResult {
   int64_t grad_accumulation_steps = 0;
   int64_t global_batch = 0, seq_len = 0;
   double iteration_time_s = 0, samples_per_s = 0, tokens_per_s = 0;
+  // 90 % interval: where published runs of this GPU generation and strategy family fall relative to
+  // micsim's prediction, out of sample (models/catalog/error_bands.yaml).
+  double iteration_time_s_low = 0, iteration_time_s_high = 0, tokens_per_s_low = 0, tokens_per_s_high = 0;
+  std::string interval_source;
   double tflops_per_gpu = 0, hw_tflops_per_gpu = 0, mfu = 0, hfu = 0;
   double model_flops_per_step = 0, hw_flops_per_step = 0;
   double peak_tflops_per_gpu = 0;

@@ -395,4 +395,74 @@ HeldOutCorpus held_out_corpus(const std::vector<CorpusRow>& rows, const CorpusCo
   return out;
 }
 
+namespace {
+
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  if (v.empty()) return 0;
+  const double pos = q * double(v.size() - 1);
+  const size_t i = size_t(pos);
+  return i + 1 < v.size() ? v[i] + (v[i + 1] - v[i]) * (pos - double(i)) : v.back();
+}
+
+}  // namespace
+
+std::vector<ErrorBand> error_bands(const std::vector<CorpusPrediction>& preds, int min_rows) {
+  std::map<std::pair<std::string, std::string>, std::vector<double>> by;
+  for (const auto& p : preds) {
+    const std::string gen = ErrorBands::generation_name(p.row->arch), fam = p.row->sharded() ? "sharded" : "replicated";
+    for (const auto& key : {std::make_pair(gen, fam), std::make_pair(gen, std::string("all")), std::make_pair(std::string("all"), std::string("all"))})
+      by[key].push_back(p.error());
+  }
+  std::vector<ErrorBand> out;
+  for (const auto& [key, e] : by) {
+    if (int(e.size()) < min_rows && key.first != "all") continue;
+    out.push_back({key.first, key.second, int(e.size()), quantile(e, 0.05), quantile(e, 0.95)});
+  }
+  // Specific classes first, the all/all fallback last.
+  std::stable_sort(out.begin(), out.end(), [](const ErrorBand& a, const ErrorBand& b) {
+    return (a.gpu_generation == "all") < (b.gpu_generation == "all") || ((a.gpu_generation == "all") == (b.gpu_generation == "all") &&
+                                                                        (a.family == "all") < (b.family == "all"));
+  });
+  return out;
+}
+
+std::string error_bands_yaml(const std::vector<ErrorBand>& bands, const std::string& source, int min_rows) {
+  std::string y = "# 90 % prediction intervals of micsim's step time and throughput: the 5th and 95th percentiles of\n"
+                  "# predicted/published - 1 over the training corpus, every row predicted with constants fitted on the\n"
+                  "# other source groups (leave one source out). Generated: do not edit; regenerate with\n"
+                  "#   micsim validate --corpus validation/data/training-corpus --leave-one-source-out --write-bands FILE\n";
+  YAML::Emitter e;
+  e << YAML::DoubleQuoted << source;
+  y += fmt::format("source: {}\nminimum_rows: {}\nbands:\n", e.c_str(), min_rows);
+  for (const auto& b : bands)
+    y += fmt::format("  - {{gpu: {}, family: {}, rows: {}, q05: {:.4f}, q95: {:.4f}}}\n", b.gpu_generation, b.family, b.rows, b.q05, b.q95);
+  return y;
+}
+
+double band_coverage(const std::vector<CorpusPrediction>& preds, int min_rows) {
+  std::map<std::string, std::vector<CorpusPrediction>> by_group;
+  for (const auto& p : preds) by_group[p.row->source_group].push_back(p);
+  size_t inside = 0, total = 0;
+  for (const auto& [g, mine] : by_group) {
+    std::vector<CorpusPrediction> others;
+    for (const auto& p : preds)
+      if (p.row->source_group != g) others.push_back(p);
+    auto bands = error_bands(others, min_rows);
+    auto find = [&](const CorpusRow& r) -> ErrorBand {
+      const std::string gen = ErrorBands::generation_name(r.arch), fam = r.sharded() ? "sharded" : "replicated";
+      for (const auto& want : {std::make_pair(gen, fam), std::make_pair(gen, std::string("all")), std::make_pair(std::string("all"), std::string("all"))})
+        for (const auto& b : bands)
+          if (b.gpu_generation == want.first && b.family == want.second) return b;
+      return ErrorBand{};
+    };
+    for (const auto& p : mine) {
+      ErrorBand b = find(*p.row);
+      inside += p.error() >= b.q05 && p.error() <= b.q95;
+      ++total;
+    }
+  }
+  return total ? double(inside) / double(total) : 0.0;
+}
+
 }  // namespace micsim

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "models/calibration/error_bands.hpp"
 #include "models/compute/compute_model.hpp"
 #include "sim/simulation.hpp"
 
@@ -19,6 +20,7 @@ struct CorpusRow {
   std::string id, source, source_group, file;
   int line = 0;
   std::string gpu, framework, strategy, metric, series, precision, checkpointing, model;
+  bool sharded() const { return strategy == "zero3" || strategy == "hsdp" || strategy == "mics" || framework == "smp"; }
   int gpus = 0;
   int64_t seq_len = 0, micro_batch = 0;
   bool compile = false;
@@ -70,5 +72,14 @@ struct HeldOutCorpus {
   std::map<std::string, CorpusConstants> constants;       // per held-out group
 };
 HeldOutCorpus held_out_corpus(const std::vector<CorpusRow>& rows, const CorpusConstants& start, int threads = 0);
+
+// 90 % bands (5th and 95th percentiles of predicted/published - 1) per GPU generation and strategy
+// family, from held-out predictions; classes with fewer than `min_rows` rows fall back to coarser ones.
+std::vector<ErrorBand> error_bands(const std::vector<CorpusPrediction>& held_out, int min_rows = 12);
+// The bands as models/catalog/error_bands.yaml holds them.
+std::string error_bands_yaml(const std::vector<ErrorBand>& bands, const std::string& source, int min_rows);
+// Coverage of the bands on rows they were not made from: each source group's rows against bands
+// built from the other groups' held-out residuals.
+double band_coverage(const std::vector<CorpusPrediction>& held_out, int min_rows = 12);
 
 }  // namespace micsim

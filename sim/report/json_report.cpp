@@ -15,6 +15,13 @@ nlohmann::json to_json(const SimulationResult& r) {
   j["nodes"] = r.nodes;
   j["strategy"] = r.strategy;
   j["framework"] = r.framework;
+  j["iteration_time_s_low"] = r.iteration_time_s_low;
+  j["iteration_time_s_high"] = r.iteration_time_s_high;
+  j["tokens_per_s_low"] = r.tokens_per_s_low;
+  j["tokens_per_s_high"] = r.tokens_per_s_high;
+  j["interval_source"] = r.interval_source;
+  j["flop_convention"] = "model FLOPs 6N + 12·L·h·s per token (PaLM / llm-foundry: attention counted non-causal, recompute not "
+                         "counted); hardware FLOPs add what activation checkpointing recomputes";
   j["world_size"] = r.world_size;
   j["partition_size"] = r.partition_size;
   j["replication_size"] = r.replication_size;
@@ -97,6 +104,11 @@ SimulationResult result_from_json(const nlohmann::json& j) {
   r.nodes = j.at("nodes");
   r.strategy = j.at("strategy");
   if (j.contains("framework")) r.framework = j.at("framework");
+  if (j.contains("iteration_time_s_low")) {
+    r.iteration_time_s_low = j.at("iteration_time_s_low"), r.iteration_time_s_high = j.at("iteration_time_s_high");
+    r.tokens_per_s_low = j.at("tokens_per_s_low"), r.tokens_per_s_high = j.at("tokens_per_s_high");
+    r.interval_source = j.at("interval_source");
+  }
   r.world_size = j.at("world_size");
   r.partition_size = j.at("partition_size");
   r.replication_size = j.at("replication_size");

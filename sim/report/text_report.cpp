@@ -49,8 +49,10 @@ std::string format_summary(const SimulationResult& r) {
   line("batch", fmt::format("{} sequences x {} tokens per step, {} micro-step(s)", r.global_batch, r.seq_len,
                             r.grad_accumulation_steps));
   o += "\n";
-  line("step time", human_seconds(r.iteration_time_s));
-  line("throughput", fmt::format("{:.2f} samples/s, {:.0f} tokens/s", r.samples_per_s, r.tokens_per_s));
+  line("step time", fmt::format("{} ({}-{}, 90 %)", human_seconds(r.iteration_time_s), human_seconds(r.iteration_time_s_low),
+                                human_seconds(r.iteration_time_s_high)));
+  line("throughput", fmt::format("{:.2f} samples/s, {:.0f} tokens/s ({:.0f}-{:.0f} tokens/s, 90 %)", r.samples_per_s, r.tokens_per_s,
+                                 r.tokens_per_s_low, r.tokens_per_s_high));
   line("TFLOPS/GPU", fmt::format("{:.1f} model (6N+attention), {:.1f} hardware (with recompute)", r.tflops_per_gpu,
                                  r.hw_tflops_per_gpu));
   line("MFU / HFU", fmt::format("{:.1f} % / {:.1f} % of {:.0f} TFLOPS peak", 100 * r.mfu, 100 * r.hfu, r.peak_tflops_per_gpu));

@@ -1,0 +1,142 @@
+// Prediction fidelity: checkpointing policies, torch.compile, FP8, causal attention, jitter, the
+// training corpus and its out-of-sample error bands.
+#include <doctest/doctest.h>
+
+#include <set>
+
+#include "helpers.hpp"
+#include "models/compute/jitter.hpp"
+#include "models/hardware/catalog.hpp"
+#include "models/memory/memory_model.hpp"
+#include "sim/des/simulate_simgrid.hpp"
+#include "validation/training_corpus.hpp"
+
+using namespace micsim;
+using micsim::test::run;
+using micsim::test::scenario;
+
+namespace {
+
+Scenario llama(const std::string& instance, int nodes, std::vector<std::string> extra, int64_t seq = 4096, int64_t mb = 1) {
+  extra.insert(extra.begin(), "training.precision=bf16");
+  return scenario(instance, nodes, "llama2-7b", "zero3", mb, mb * 8 * nodes, extra, seq);
+}
+
+}  // namespace
+
+TEST_CASE("checkpointing policies: every policy keeps less than none and full the least; recomputed FLOPs in order") {
+  const std::vector<std::string> policies = {"none", "selective-op", "selective-layer", "full"};
+  std::vector<SimulationResult> r;
+  for (const auto& p : policies) {
+    std::vector<std::string> extra = {"training.activation_checkpointing=" + p, "training.flash_attention=false"};
+    if (p == "selective-layer") extra.push_back("training.checkpoint_every=2");
+    r.push_back(run(llama("p4de.24xlarge", 1, extra, 2048)));
+  }
+  for (size_t i = 1; i < r.size(); ++i) {
+    CHECK(r[i].memory.activations_bytes < r[0].memory.activations_bytes);
+    CHECK(r[3].memory.activations_bytes <= r[i].memory.activations_bytes);
+  }
+  // Hardware FLOPs: none adds nothing; selective-op adds the attention core; full one more forward.
+  CHECK(r[0].hw_flops_per_step == doctest::Approx(r[0].model_flops_per_step));
+  CHECK(r[1].hw_flops_per_step > r[0].hw_flops_per_step);
+  CHECK(r[2].hw_flops_per_step > r[1].hw_flops_per_step);
+  CHECK(r[3].hw_flops_per_step > r[2].hw_flops_per_step);
+  CHECK(r[3].iteration_time_s > r[0].iteration_time_s);
+  // Korthikanti et al.: selective recomputation keeps 34·s·b·h per GPT block, dropping 5·a·s²·b.
+  ModelSpec gpt = *find_model_preset("gpt-175b");
+  const double s = 2048, h = double(gpt.hidden);
+  CHECK(block_activation_bytes(gpt, 1, 2048, Precision::FP16, false) - attention_core_activation_bytes(gpt, 1, 2048, Precision::FP16, false) ==
+        doctest::Approx(34.0 * s * h));
+  // Booleans still mean full / none.
+  CHECK(llama("p4de.24xlarge", 1, {"training.activation_checkpointing=true"}).training.checkpointing == Checkpointing::Full);
+  CHECK_THROWS_AS(llama("p4de.24xlarge", 1, {"training.checkpoint_every=2"}), InputError);  // only for selective-layer
+}
+
+TEST_CASE("torch.compile: fused elementwise work makes eager Llama blocks faster; GPT blocks keep their fused norms") {
+  auto eager = run(llama("p5.48xlarge", 1, {"training.activation_checkpointing=false"}));
+  auto compiled = run(llama("p5.48xlarge", 1, {"training.activation_checkpointing=false", "training.compile=true"}));
+  CHECK(compiled.iteration_time_s < 0.97 * eager.iteration_time_s);
+  Workload w = build_workload(*find_model_preset("gpt2-10b"), WorkloadOptions{});
+  CHECK(w.units[1].forward.eager_bytes == 0);  // LayerNorm and GELU are native fused kernels in eager PyTorch
+}
+
+TEST_CASE("FP8: block GEMMs at the FP8 peak on Hopper; refused where there are no FP8 tensor cores") {
+  auto bf16 = run(llama("p5.48xlarge", 1, {"training.activation_checkpointing=false", "training.compile=true"}, 4096, 2));
+  auto fp8 = run(llama("p5.48xlarge", 1, {"training.activation_checkpointing=false", "training.compile=true", "training.precision=fp8"}, 4096, 2));
+  CHECK(fp8.iteration_time_s < 0.95 * bf16.iteration_time_s);
+  CHECK(fp8.iteration_time_s > 0.5 * bf16.iteration_time_s);  // attention, casts and the rest stay bf16
+  CHECK_THROWS_AS(llama("p4de.24xlarge", 1, {"training.precision=fp8"}), InputError);
+}
+
+TEST_CASE("causal attention: fused kernels skip the masked half; BERT attends both ways") {
+  const GpuSpec& gpu = HardwareCatalog::builtin().instance("p5.48xlarge").gpu;
+  ComputeModel m(gpu, Precision::BF16, ComputeCalibration::defaults_for(gpu));
+  PassWork w;
+  w.attention_flops = 1e12;
+  const double full = m.pass_time(w, false, true);
+  w.causal = true;
+  CHECK(m.pass_time(w, false, true) == doctest::Approx(full / 2));
+  CHECK(m.pass_time(w, false, false) == doctest::Approx(full));  // materialised scores compute the masked half too
+  CHECK(find_model_preset("llama2-7b")->causal());
+  CHECK_FALSE(find_model_preset("bert-10b")->causal());
+}
+
+TEST_CASE("jitter: the expected maximum of N normal draws, in closed form and sampled (with a fixed seed) by SimGrid") {
+  CHECK(expected_max_standard_normal(1) == 0);
+  CHECK(expected_max_standard_normal(2) == doctest::Approx(0.5642).epsilon(0.05));   // exact 1/sqrt(pi)
+  CHECK(expected_max_standard_normal(1000) == doctest::Approx(3.24).epsilon(0.03));
+  double prev = 0;
+  for (int n : {8, 64, 512, 4096}) {
+    CHECK(expected_max_standard_normal(n) > prev);
+    prev = expected_max_standard_normal(n);
+  }
+  Scenario sc = scenario("p4d.24xlarge", 8, "bert-10b", "mics", 8, 8 * 64, {"strategy.partition_size=8"});
+  sc.calibration.jitter_cv = 0.05;
+  Scenario quiet = sc;
+  quiet.calibration.jitter_cv = 1e-12;
+  auto a = run(sc), a0 = run(quiet);
+  CHECK(a.iteration_time_s > a0.iteration_time_s);
+  CHECK(a.iteration_time_s - a0.iteration_time_s == doctest::Approx(0.05 * expected_max_standard_normal(64) * a0.compute_s).epsilon(1e-6));
+  const double s1 = simulate_simgrid(prepare_simulation(sc)).iteration_time_s;
+  const double s2 = simulate_simgrid(prepare_simulation(sc)).iteration_time_s;
+  CHECK(s1 == s2);  // seeded
+  CHECK(s1 > simulate_simgrid(prepare_simulation(quiet)).iteration_time_s);
+}
+
+TEST_CASE("training corpus: >= 150 published rows from >= 8 source groups become valid scenarios") {
+  const auto rows = load_training_corpus(std::string(MICSIM_SOURCE_DIR) + "/validation/data/training-corpus");
+  std::set<std::string> groups;
+  size_t compared = 0;
+  for (const auto& r : rows) {
+    groups.insert(r.source_group);
+    if (!r.skip_reason.empty()) continue;
+    ++compared;
+    CHECK(r.published > 0);
+    CHECK(r.scenario_yaml.find("calibration") == std::string::npos);  // CSV text never becomes keys
+  }
+  CHECK(rows.size() >= 150);
+  CHECK(groups.size() >= 8);
+  CHECK(compared >= 150);
+  // Every compared row simulates (a subset here: the whole corpus is `micsim validate --corpus`).
+  std::vector<CorpusRow> some;
+  for (const auto& r : rows)
+    if (r.skip_reason.empty() && some.size() < 40 && (some.empty() || some.back().source_group != r.source_group || some.size() % 5 == 0))
+      some.push_back(r);
+  for (const auto& p : predict_corpus(some, CorpusConstants{}, 2)) {
+    CHECK(p.predicted > 0);
+    CHECK(std::fabs(p.error()) < 0.6);
+  }
+}
+
+TEST_CASE("error bands: every result carries a 90 % interval around its prediction") {
+  auto r = run(scenario("p5.48xlarge", 4, "llama2-7b", "zero3", 2, 2 * 32 * 2, {}, 4096));
+  CHECK(r.iteration_time_s_low < r.iteration_time_s);
+  CHECK(r.iteration_time_s < r.iteration_time_s_high);
+  CHECK(r.tokens_per_s_low < r.tokens_per_s);
+  CHECK(r.tokens_per_s < r.tokens_per_s_high);
+  CHECK(r.interval_source.find("held-out") != std::string::npos);
+  const ErrorBand& b = ErrorBands::builtin().for_prediction(GpuArch::Hopper, true);
+  CHECK(b.rows >= 12);
+  CHECK(b.q05 < 0);
+  CHECK(b.q95 > 0);
+}
