@@ -141,7 +141,7 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
     for (const auto& [mechanism, source] : fw.sources) r.sources.push_back(fmt::format("framework {} {}: {}", fw.name, mechanism, source));
   }
   r.sources.push_back(fmt::format("model {}: {}", sc.model.name, sc.model.source.empty() ? "inline spec" : sc.model.source));
-  r.sources.push_back("collective costs: NCCL tuning.cc latency/protocol model (../shared/reference/nccl-and-compute.md §3)");
+  r.sources.push_back("collective costs: NCCL tuning.cc latency/protocol model (docs/reference/nccl-and-compute.md §3)");
   r.sources.push_back("FLOPs: 6N + 12·L·h·s per token (PaLM convention, non-causal attention, no recompute)");
   r.sources.push_back(r.interval_source);
   r.sources.push_back("activations: Korthikanti et al. 2022 (arXiv 2205.05198), generalised");

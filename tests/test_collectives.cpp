@@ -1,5 +1,5 @@
 // The collective library against NCCL's worked checks and published nccl-tests figures
-// (../shared/reference/nccl-and-compute.md §3.4, ../shared/data/nccl-tests/).
+// (docs/reference/nccl-and-compute.md §3.4, validation/data/nccl-tests/).
 #include <doctest/doctest.h>
 
 #include "models/collective/collective.hpp"

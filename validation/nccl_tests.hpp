@@ -1,6 +1,6 @@
 #pragma once
 // Reads nccl-tests results: the text that all_reduce_perf & co. print (every layout in
-// ../shared/reference/nccl-and-compute.md §1: >= v2.13 with root/#wrong, older with error and no
+// docs/reference/nccl-and-compute.md §1: >= v2.13 with root/#wrong, older with error and no
 // root, 2017-2019 with time in ms, mpirun/srun prefixes) and the published CSV rows
 // (source,cluster,gpus,nodes,collective,bytes,time_us,algbw_GBps,busbw_GBps).
 #include <optional>

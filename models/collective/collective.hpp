@@ -124,7 +124,7 @@ class CollectiveModel {
 };
 
 // The MiCS hierarchical all-gather of a partition group spanning k nodes with g GPUs each
-// (../shared/reference/mics.md §5.3): (1) inter-node all-gather among the k GPUs that share a local
+// (docs/reference/mics.md §5.3): (1) inter-node all-gather among the k GPUs that share a local
 // rank (g such groups run at once and share the NICs), (2) re-arrangement copy, (3) intra-node
 // all-gather, issued as k coalesced sub-all-gathers.
 struct HierarchicalAllGather {

@@ -1,4 +1,4 @@
-// MiCS hierarchical all-gather (../shared/reference/mics.md §5.3, DeepSpeed
+// MiCS hierarchical all-gather (docs/reference/mics.md §5.3, DeepSpeed
 // MiCS_Init._hierarchical_all_gather_params). A partition group of p = k·g ranks over k nodes
 // gathers a tensor of S bytes (each rank holds S/p):
 //   1. inter-node: g groups of k ranks (one per node, same local rank) each gather k shards: S/g bytes;

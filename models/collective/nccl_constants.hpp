@@ -1,6 +1,6 @@
 #pragma once
 // NCCL's analytic-model constants (src/graph/tuning.cc, v2.23 -> HEAD v2.30), as recorded in
-// ../shared/reference/nccl-and-compute.md §3. Latencies in seconds, bandwidths in bytes/s.
+// docs/reference/nccl-and-compute.md §3. Latencies in seconds, bandwidths in bytes/s.
 #include "models/collective/collective.hpp"
 
 namespace micsim::nccl {

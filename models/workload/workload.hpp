@@ -82,7 +82,7 @@ Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt);
 // Q, K, V; GPT-2: one fused QKV), summing to ParamCounts::per_layer.
 std::vector<int64_t> block_tensors(const ModelSpec& m);
 
-// FLOP conventions for reporting (../shared/reference/nccl-and-compute.md §4.3):
+// FLOP conventions for reporting (docs/reference/nccl-and-compute.md §4.3):
 // model FLOPs per token = 6·N + 12·L·h·s (PaLM / llm-foundry: attention counted non-causal, no recompute);
 // with full activation recomputation the hardware does 8·N + 16·L·h·s.
 double model_flops_per_token(const ModelSpec& m, const ParamCounts& p, int64_t seq_len);
