@@ -68,8 +68,7 @@ Runner add_plan(CLI::App& app) {
   cmd->add_option("--json", o->json, "Write the plan as JSON to FILE ('-' = stdout)");
   cmd->add_option("--checkpoint", o->checkpoint, "Save progress to FILE; a killed plan run again with it resumes where it stopped");
   cmd->add_option("--stop-after", o->stop_after, "Run at most N new SimGrid refinements, then stop with exit 3 (resumable with --checkpoint)")
-      ->check(CLI::Range(int64_t(1), int64_t(1) << 40))
-      ->group("");
+      ->check(CLI::Range(int64_t(1), int64_t(1) << 40));
   cmd->add_flag("--quiet,-q", o->quiet, "Do not print the plan");
   return [o]() -> int {
     const std::string text = read_whole_file(o->scenario);
