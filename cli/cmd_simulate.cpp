@@ -20,6 +20,7 @@ namespace micsim::cli {
 Runner add_simulate(CLI::App& app) {
   struct Opts {
     std::string scenario, engine, json, trace, deepspeed;
+    int trace_micro_steps = 64;
     std::vector<std::string> sets;
     bool quiet = false;
   };
@@ -31,6 +32,9 @@ Runner add_simulate(CLI::App& app) {
   cmd->add_option("--set", o->sets, "Override a scenario key: --set cluster.nodes=16 (repeatable)");
   cmd->add_option("--json", o->json, "Write the result as JSON to FILE ('-' for stdout)");
   cmd->add_option("--trace", o->trace, "Write a Chrome/Perfetto trace of the step to FILE");
+  cmd->add_option("--trace-micro-steps", o->trace_micro_steps,
+                  "Draw at most N micro-steps in the trace (default 64; the others, identical, are marked as elided)")
+      ->check(CLI::Range(4, 1 << 16));
   cmd->add_option("--deepspeed", o->deepspeed, "Simulate what an existing ds_config.json describes (overrides the scenario)");
   cmd->add_flag("--quiet,-q", o->quiet, "Do not print the summary");
   return [cmd, o]() -> int {
@@ -57,7 +61,11 @@ Runner add_simulate(CLI::App& app) {
     if (!o->engine.empty()) engine = o->engine == "analytic" ? EngineKind::Analytic : EngineKind::SimGrid;
     if (engine == EngineKind::Analytic && !sc.what_if.empty())
       std::cerr << "micsim: warning: what_if (slow nodes, degraded links) needs --engine simgrid; the analytic engine ignores it\n";
-    PreparedSimulation prep = prepare_simulation(sc);
+    // A trace draws every micro-step (up to --trace-micro-steps); otherwise identical middle
+    // micro-steps are extrapolated (same step time, less work).
+    PrepareOptions popt;
+    if (!o->trace.empty()) popt.max_built_micro_steps = sc.grad_accumulation_steps() <= o->trace_micro_steps ? 0 : o->trace_micro_steps;
+    PreparedSimulation prep = prepare_simulation(sc, popt);
     SimulationResult r;
     std::string trace;
     if (engine == EngineKind::Analytic) {

@@ -33,9 +33,10 @@ PreparedSimulation prepare_simulation(const Scenario& sc, const PrepareOptions& 
 struct CollectiveSummary {      // one row per unique collective of the step
   std::string task;             // e.g. param_all_gather
   std::string group;            // partition_group, replication_group, ...
-  CollectiveEstimate estimate;  // algorithm, protocol, time of one call, bytes per tier
-  int calls = 0;                // per step
-  double total_s = 0;           // calls x time
+  CollectiveEstimate estimate;  // algorithm, protocol, bytes per tier; time_s = the engine's mean time per call
+  double modelled_s = 0;        // the collective model's time for one call, uncontended
+  int64_t calls = 0;            // per step, every micro-step counted
+  double total_s = 0;           // sum of the engine's times of every call of the step
 };
 
 struct SimulationResult {

@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <algorithm>
+#include <map>
 #include <set>
 
 #include "helpers.hpp"
@@ -160,4 +162,58 @@ TEST_CASE("Perfetto trace: one process per node, one track per stream, a named e
   CHECK(pids == std::set<int>{0, 1});
   CHECK(tids == std::set<int>{0, 1, 2});
   CHECK(named == 6);
+}
+
+TEST_CASE("collective summaries count every micro-step: calls grow with gradient accumulation") {
+  // 16 p3dn GPUs, micro-batch 8: global batch 128 = 1 micro-step, 512 = 4, 640 = 5, 2048 = 16.
+  std::map<int64_t, int64_t> rs_calls, hop2_calls;
+  for (int64_t gb : {512, 640, 2048}) {
+    auto r = run(scenario("p3dn.24xlarge", 2, "bert-10b", "mics", 8, gb, {"model.layers=4", "strategy.partition_size=8"}));
+    for (const auto& c : r.collectives) {
+      if (c.task == "grad_reduce_scatter") rs_calls[r.grad_accumulation_steps] += c.calls;
+      if (c.group == "replication_group") hop2_calls[r.grad_accumulation_steps] += c.calls;
+      CHECK(c.calls > 0);
+      CHECK(c.total_s == doctest::Approx(c.calls * c.estimate.time_s).epsilon(1e-9));
+    }
+  }
+  REQUIRE(rs_calls.size() == 3);
+  // Reduce-scatter runs every micro-step: calls are proportional to the micro-steps of the step.
+  CHECK(rs_calls[5] * 4 == rs_calls[4] * 5);
+  CHECK(rs_calls[16] * 4 == rs_calls[4] * 16);
+  // The second hop (all-reduce across partition groups) runs once per step whatever the accumulation.
+  CHECK(hop2_calls[4] == hop2_calls[16]);
+}
+
+TEST_CASE("Perfetto trace draws every micro-step up to the limit and marks the elided ones") {
+  auto sc = scenario("p3dn.24xlarge", 2, "bert-10b", "mics", 8, 2048, {"model.layers=2", "strategy.partition_size=8"});
+  for (int limit : {0, 6}) {
+    PrepareOptions opt;
+    opt.max_built_micro_steps = limit;  // 0: all 16 micro-steps built
+    PreparedSimulation p = prepare_simulation(sc, opt);
+    des::DesOutcome out;
+    simulate_simgrid(p, true, &out);
+    std::vector<TracedNode> nodes = {{0, &out.nodes[0]}};
+    auto j = nlohmann::json::parse(chrome_trace(p, nodes, "simgrid"));
+    std::set<int> micro;
+    std::map<int, std::vector<std::pair<int64_t, int64_t>>> by_track;  // integer ns: exact
+    int elided = 0;
+    for (const auto& e : j["traceEvents"]) {
+      if (e["ph"] != "X") continue;
+      if (e["cat"] == "elided") {
+        ++elided;
+        CHECK(e["args"]["elided_micro_steps"].get<int>() == 16 - limit);
+        continue;
+      }
+      micro.insert(e["args"]["micro_step"].get<int>());
+      const int64_t ts = std::llround(e["ts"].get<double>() * 1e3), dur = std::llround(e["dur"].get<double>() * 1e3);
+      by_track[e["tid"].get<int>()].push_back({ts, ts + dur});
+    }
+    CHECK(elided == (limit == 0 ? 0 : 1));
+    CHECK(micro.size() == size_t(limit == 0 ? 16 : limit));
+    CHECK(micro.count(15) == 1);  // the last micro-step (with the hop-2 sync) is always drawn
+    for (auto& [tid, slices] : by_track) {
+      std::sort(slices.begin(), slices.end());
+      for (size_t i = 1; i < slices.size(); ++i) CHECK_MESSAGE(slices[i].first >= slices[i - 1].second, "track " << tid);
+    }
+  }
 }

@@ -71,6 +71,7 @@ nlohmann::json to_json(const SimulationResult& r) {
                      {"algorithm", to_string(e.algorithm)},
                      {"protocol", to_string(e.protocol)},
                      {"time_s", e.time_s},
+                     {"modelled_s", c.modelled_s},
                      {"calls_per_step", c.calls},
                      {"total_s", c.total_s},
                      {"intra_bytes_per_gpu", e.intra_bytes_per_gpu},
@@ -152,6 +153,7 @@ SimulationResult result_from_json(const nlohmann::json& j) {
     s.task = c.at("task");
     s.group = c.at("group");
     s.calls = c.at("calls_per_step");
+    if (c.contains("modelled_s")) s.modelled_s = c.at("modelled_s");
     s.total_s = c.at("total_s");
     auto& e = s.estimate;
     e.op = *parse_collective_op(c.at("op").get<std::string>());

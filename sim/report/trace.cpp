@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+
 namespace micsim {
 
 static std::string unit_name(const Workload& w, int u) {
@@ -14,6 +17,9 @@ static std::string unit_name(const Workload& w, int u) {
   return "";
 }
 
+// Nanoseconds as microseconds with exactly three decimals.
+static std::string exact_us(int64_t ns) { return fmt::format("{}.{:03d}", ns / 1000, int(ns % 1000)); }
+
 std::string chrome_trace(const PreparedSimulation& p, const std::vector<TracedNode>& nodes, const std::string& engine) {
   const TaskGraph& g = p.graph;
   std::string out;
@@ -21,8 +27,8 @@ std::string chrome_trace(const PreparedSimulation& p, const std::vector<TracedNo
   out += "{\"displayTimeUnit\":\"ms\",\"otherData\":{";
   out += fmt::format("\"scenario\":\"{}\",\"engine\":\"{}\",\"world_size\":{}", p.scenario.name, engine, p.layout.world);
   if (g.total_micro_steps > g.micro_steps)
-    out += fmt::format(",\"note\":\"micro-steps 3..{} are identical to micro-step 2 and not drawn; the step time includes them\"",
-                       g.total_micro_steps - 2);
+    out += fmt::format(",\"note\":\"micro-steps {}..{} are identical to micro-step 2 and not drawn (a slice marks them); the step time includes them\"",
+                       g.micro_steps - 1, g.total_micro_steps - 2);
   out += "},\"traceEvents\":[\n";
   bool has_host = false;  // the host timeline exists only under a framework profile with host costs
   for (const auto& t : g.tasks) has_host |= t.stream == StreamId::Host;
@@ -59,9 +65,19 @@ std::string chrome_trace(const PreparedSimulation& p, const std::vector<TracedNo
       } else if (t.kind == TaskKind::Optimizer) {
         args += fmt::format(R"(,"local_params":{})", g.compute_ops[t.op].params);
       }
-      emit(fmt::format(R"({{"ph":"X","name":"{}","cat":"{}","pid":{},"tid":{},"ts":{:.3f},"dur":{:.3f},"args":{{{}}}}})", name,
-                       is_compute(t.kind) ? "compute" : "collective", tn.node, int(t.stream), tt.start * 1e6,
-                       (tt.end - tt.start) * 1e6, args));
+      // Times as integer nanoseconds, printed exactly in microseconds: a slice never overlaps the next.
+      const int64_t start_ns = std::llround(tt.start * 1e9), end_ns = std::max(start_ns, int64_t(std::llround(tt.end * 1e9)));
+      emit(fmt::format(R"({{"ph":"X","name":"{}","cat":"{}","pid":{},"tid":{},"ts":{},"dur":{},"args":{{{}}}}})", name,
+                       is_compute(t.kind) ? "compute" : t.stream == StreamId::Host ? "host" : "collective", tn.node, int(t.stream),
+                       exact_us(start_ns), exact_us(end_ns - start_ns), args));
+    }
+    // Micro-steps not drawn (identical to micro-step 2; counted in the step time) are named in the trace itself.
+    if (g.total_micro_steps > g.micro_steps) {
+      int64_t at = 0;
+      for (size_t i = 0; i < g.size(); ++i)
+        if (g[i].micro_step == g.micro_steps - 2) at = std::max(at, int64_t(std::llround(tn.timeline->tasks[i].end * 1e9)));
+      emit(fmt::format(R"j({{"ph":"X","name":"micro-steps {}..{} elided (identical to micro-step 2)","cat":"elided","pid":{},"tid":0,"ts":{},"dur":0,"args":{{"elided_micro_steps":{}}}}})j",
+                       g.micro_steps - 1, g.total_micro_steps - 2, tn.node, exact_us(at), g.total_micro_steps - g.micro_steps));
     }
   }
   out += "\n]}\n";
