@@ -23,6 +23,10 @@ struct PreparedSimulation {
   OpCosts costs;
   double memory_utilisation = 0;  // peak / (capacity - reserve)
   double compute_slowdown = 1;    // from allocator pressure (ComputeCalibration)
+  // Per collective (TaskGraph::comm_ops): how much its inter-node transfer stretches on oversubscribed
+  // leaf uplinks (sim/costs/uplink_sharing.hpp). Applied by the analytic engine; the SimGrid engine
+  // gets the same effect from its links.
+  std::vector<double> uplink_slowdown;
 };
 
 struct PrepareOptions {

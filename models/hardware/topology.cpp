@@ -36,14 +36,32 @@ static double degrade(const std::vector<Degradation>& d, LinkKind kind, int wher
   return f;
 }
 
+int leaf_count(const FabricLayout& f, int nodes) {
+  const int per_leaf = std::max(1, f.nodes_per_leaf);
+  return std::max(1, (nodes + per_leaf - 1) / per_leaf);
+}
+
+int leaf_of_node(const FabricLayout& f, int nodes, int node) {
+  return f.scattered ? node % leaf_count(f, nodes) : node / std::max(1, f.nodes_per_leaf);
+}
+
+int nodes_on_leaf(const FabricLayout& f, int nodes, int leaf) {
+  const int leaves = leaf_count(f, nodes);
+  if (leaf < 0 || leaf >= leaves) return 0;
+  if (f.scattered) return nodes / leaves + (leaf < nodes % leaves ? 1 : 0);
+  const int per_leaf = std::max(1, f.nodes_per_leaf);
+  return std::min(per_leaf, nodes - leaf * per_leaf);
+}
+
+int nic_links_of(const InstanceSpec& inst) { return std::max(1, std::min(inst.network.nics, inst.gpus_per_node)); }
+
 ClusterTopology build_topology(const InstanceSpec& inst, int nodes, const FabricLayout& fabric,
                                const std::vector<Degradation>& degraded) {
   ClusterTopology t;
   t.nodes = nodes;
   t.gpus_per_node = inst.gpus_per_node;
-  t.nic_links = std::max(1, std::min(inst.network.nics, inst.gpus_per_node));
-  const int per_leaf = std::max(1, fabric.nodes_per_leaf);
-  t.leaves = (nodes + per_leaf - 1) / per_leaf;
+  t.nic_links = nic_links_of(inst);
+  t.leaves = leaf_count(fabric, nodes);
   auto& G = t.graph;
   auto add_vertex = [&](VertexKind k, int node, int index, std::string name) {
     return boost::add_vertex(TopoVertex{k, node, index, std::move(name)}, G);
@@ -57,7 +75,7 @@ ClusterTopology build_topology(const InstanceSpec& inst, int nodes, const Fabric
   for (int l = 0; l < t.leaves; ++l) {
     t.leaf.push_back(add_vertex(VertexKind::Leaf, -1, l, fmt::format("leaf{}", l)));
     // A leaf's uplink carries its nodes' traffic divided by the oversubscription.
-    const int on_leaf = std::min(per_leaf, nodes - l * per_leaf);
+    const int on_leaf = nodes_on_leaf(fabric, nodes, l);
     double up = on_leaf * node_bw / std::max(1.0, fabric.oversubscription) * degrade(degraded, LinkKind::LeafUplink, l);
     add_edge(t.leaf.back(), t.spine, LinkKind::LeafUplink, up, fmt::format("leaf{}-uplink", l));
   }
@@ -66,7 +84,7 @@ ClusterTopology build_topology(const InstanceSpec& inst, int nodes, const Fabric
   t.leaf_of_node.resize(nodes);
   const double nic_link_bw = node_bw / t.nic_links;
   for (int n = 0; n < nodes; ++n) {
-    int l = fabric.scattered ? n % t.leaves : n / per_leaf;
+    int l = leaf_of_node(fabric, nodes, n);
     t.leaf_of_node[n] = l;
     size_t sw = add_vertex(VertexKind::NvSwitch, n, 0, fmt::format("node{}-nvswitch", n));
     std::vector<size_t> pcie_of_link;

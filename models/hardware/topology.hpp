@@ -56,6 +56,14 @@ struct ClusterTopology {
   int nic_link_of_gpu(int local_gpu) const { return local_gpu * nic_links / gpus_per_node; }
 };
 
+// Where nodes sit on the fat tree (the same for the topology graph and the analytic engine's uplink
+// sharing, sim/costs/uplink_sharing.hpp).
+int leaf_count(const FabricLayout& f, int nodes);
+int leaf_of_node(const FabricLayout& f, int nodes, int node);
+int nodes_on_leaf(const FabricLayout& f, int nodes, int leaf);
+// NIC links of a node (see below).
+int nic_links_of(const InstanceSpec& inst);
+
 // NICs are grouped into min(nics, gpus_per_node) NIC links of equal bandwidth (a p5's 32 x 100G EFA
 // become 8 links of 400G, one per GPU; a p4d's 4 x 100G serve 2 GPUs each through a PCIe switch;
 // a p3dn's single 100G NIC serves all 8 GPUs).

@@ -30,6 +30,8 @@ OpCosts cost_operations(const TaskGraph& g, const Workload& w, const ParallelLay
     cc.estimate.bytes = op.bytes;
     cc.estimate.time_s = cc.time_s;
     cc.estimate.latency_s *= op.coalesced;
+    cc.estimate.intra_time_s *= op.coalesced;  // the SimGrid engine sends these as flows: all k calls
+    cc.estimate.inter_time_s *= op.coalesced;
     cc.estimate.intra_bytes_per_gpu *= op.coalesced;
     cc.estimate.inter_bytes_per_node *= op.coalesced;
     cc.uses_intra = cc.estimate.intra_bytes_per_gpu > 0;

@@ -10,36 +10,12 @@
 #include <random>
 
 #include "models/collective/flows.hpp"
+#include "sim/costs/uplink_sharing.hpp"
 #include "sim/des/platform.hpp"
 
 namespace sg4 = simgrid::s4u;
 
 namespace micsim::des {
-
-std::vector<int> group_nodes(GroupKind g, const ParallelLayout& l, int node) {
-  std::vector<int> out;
-  const int k = l.partition_group_nodes();
-  switch (g) {
-    case GroupKind::World:
-      for (int n = 0; n < l.nodes; ++n) out.push_back(n);
-      break;
-    case GroupKind::Partition:
-    case GroupKind::InterNode:
-      for (int n = node / k * k; n < node / k * k + k; ++n) out.push_back(n);
-      break;
-    case GroupKind::Replication:
-      if (l.partition_size >= l.gpus_per_node) {
-        for (int n = node % k; n < l.nodes; n += k) out.push_back(n);
-      } else {
-        for (int n = 0; n < l.nodes; ++n) out.push_back(n);
-      }
-      break;
-    case GroupKind::IntraNode:
-      out.push_back(node);
-      break;
-  }
-  return out;
-}
 
 namespace {
 
@@ -198,13 +174,6 @@ StepTimeline timeline_of(const TaskGraph& g, const NodeState& s) {
   return tl;
 }
 
-FabricLayout fabric_layout(const Scenario& sc) {
-  FabricLayout f;
-  f.oversubscription = sc.cluster.fabric.oversubscription;
-  f.nodes_per_leaf = sc.cluster.fabric.nodes_per_leaf;
-  f.scattered = sc.cluster.fabric.scattered;
-  return f;
-}
 
 }  // namespace
 
@@ -224,7 +193,7 @@ DesOutcome run_simgrid(const PreparedSimulation& p, const DesOptions& opt) {
   sg4::Engine::set_config("contexts/factory:thread");
 #endif
   const Scenario& sc = p.scenario;
-  ClusterTopology topo = build_topology(sc.cluster.instance, sc.cluster.nodes, fabric_layout(sc), sc.what_if.degraded);
+  ClusterTopology topo = build_topology(sc.cluster.instance, sc.cluster.nodes, fabric_layout(sc.cluster), sc.what_if.degraded);
   const double speed = 1e9;  // compute hosts run one "flop" per ns: an Exec of d seconds has d·1e9 flops
   const double interference = p.compute_calibration.interference;
   Platform plat = build_platform(topo, speed, interference);

@@ -48,7 +48,4 @@ std::vector<DesOutcome> run_isolated_many(const std::vector<const PreparedSimula
 std::vector<double> simgrid_collective_times(const InstanceSpec& inst, int nodes, int gpus_per_node,
                                              const NetworkParams& net, const std::vector<CollectiveEstimate>& calls);
 
-// Group of nodes behind a GroupKind for a node (ring order), shared with tests.
-std::vector<int> group_nodes(GroupKind g, const ParallelLayout& l, int node);
-
 }  // namespace micsim::des
