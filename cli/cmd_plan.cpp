@@ -56,7 +56,7 @@ Runner add_plan(CLI::App& app) {
   cmd->add_option("--target-tokens", o->target_tokens, "Tokens to train (time and cost objectives)")->check(CLI::Range(1.0, 1e18));
   cmd->add_option("--instances", o->instances, "Comma-separated instance types");
   cmd->add_option("--nodes", o->nodes, "Comma-separated node counts");
-  cmd->add_option("--strategies", o->strategies, "Comma-separated: ddp, zero1, zero2, zero3, mics, hsdp");
+  cmd->add_option("--strategies", o->strategies, "Comma-separated: ddp, zero1, zero2, zero3 (= fsdp), mics, hsdp");
   cmd->add_option("--micro-batches", o->micro_batches, "Comma-separated micro-batch sizes");
   cmd->add_option("--max-nodes", o->max_nodes, "Largest cluster allowed")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--max-usd-per-hour", o->max_usd, "Largest cluster price allowed ($/h)")->check(CLI::Range(0.01, 1e9));
@@ -72,7 +72,7 @@ Runner add_plan(CLI::App& app) {
   cmd->add_flag("--quiet,-q", o->quiet, "Do not print the plan");
   return [o]() -> int {
     const std::string text = read_whole_file(o->scenario);
-    PlanSpec spec = read_plan_block(o->scenario, text);
+    PlanSpec spec = read_plan_block(o->scenario, text, o->sets);
     if (o->top > 0) spec.top = o->top;
     if (o->refine >= 0) spec.refine = o->refine;
     if (!o->objective.empty())
@@ -88,7 +88,7 @@ Runner add_plan(CLI::App& app) {
     if (!o->strategies.empty()) {
       spec.strategies.clear();
       for (const auto& s : split_commas(o->strategies)) {
-        if (!parse_strategy_kind(s)) throw InputError({"--strategies " + o->strategies, 0, 0}, "", "unknown strategy '" + s + "'");
+        if (s != "fsdp" && !parse_strategy_kind(s)) throw InputError({"--strategies " + o->strategies, 0, 0}, "", "unknown strategy '" + s + "'");
         spec.strategies.push_back(s);
       }
     }

@@ -22,6 +22,7 @@ Runner add_validate(CLI::App& app);
 Runner add_plan(CLI::App& app);
 Runner add_sweep(CLI::App& app);
 Runner add_shapes(CLI::App& app);
+Runner add_catalog(CLI::App& app);
 
 // Shared option parsing.
 double parse_size(const std::string& flag, const std::string& s);  // 8, 64K, 1M, 8G

@@ -4,10 +4,12 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <iostream>
 #include <map>
 
 #include "cli/commands.hpp"
+#include "models/hardware/catalog.hpp"
 #include "models/io/input_error.hpp"
 #include "models/io/input_file.hpp"
 #include "models/io/output_file.hpp"
@@ -19,6 +21,12 @@ int run(int argc, char** argv) {
   CLI::App app{"micsim: simulate and plan sharded data-parallel training (MiCS, ZeRO, FSDP/HSDP, DDP) on GPU clusters"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("micsim ") + MICSIM_VERSION);
+  // User catalogs (merged over the built-in one): accepted before or after the command.
+  std::vector<std::string> catalogs;
+  app.add_option("--catalog", catalogs,
+                 "A catalog YAML file (gpus, fabrics, instances, prices; the built-in schema) merged over the built-in "
+                 "catalog (repeatable; after the files of MICSIM_CATALOG_PATH)");
+  app.fallthrough();
   std::map<std::string, Runner> runners;
   runners["simulate"] = add_simulate(app);
   runners["collective"] = add_collective(app);
@@ -27,6 +35,7 @@ int run(int argc, char** argv) {
   runners["plan"] = add_plan(app);
   runners["sweep"] = add_sweep(app);
   runners["shapes"] = add_shapes(app);
+  runners["catalog"] = add_catalog(app);
   install_output_cleanup();
   // Arguments become names in reports and JSON: they must be text.
   for (int i = 1; i < argc; ++i)
@@ -50,6 +59,10 @@ int run(int argc, char** argv) {
     return rc == 0 ? 0 : 2;
   }
   try {
+    std::vector<std::string> catalog_files;
+    if (const char* env = std::getenv("MICSIM_CATALOG_PATH")) catalog_files = catalog_path_files(env);
+    catalog_files.insert(catalog_files.end(), catalogs.begin(), catalogs.end());
+    for (const auto& f : catalog_files) add_user_catalog(f);
     int rc = 0;
     for (const auto* sub : app.get_subcommands()) rc = runners.at(sub->get_name())();
     finish_stdout();  // a full disk or closed pipe must not pass for success

@@ -69,9 +69,15 @@ std::vector<bool> read_bool_list(const YamlNode& n) {
 
 }  // namespace
 
-PlanSpec read_plan_block(const std::string& path, const std::string& text) {
+PlanSpec read_plan_block(const std::string& path, const std::string& text, const std::vector<std::string>& sets) {
   PlanSpec s;
-  YamlNode root = YamlNode::load_string(text, path);
+  // --set plan.key=value reaches the plan block as it reaches the scenario (and is checked the same way).
+  YamlNode doc = YamlNode::load_string(text, path);
+  auto src = std::make_shared<YamlSource>(*doc.source());
+  YAML::Node tree = doc.raw();
+  if (tree.IsNull()) tree = YAML::Node(YAML::NodeType::Map);
+  apply_overrides(tree, std::vector<Override>(sets.begin(), sets.end()), *src);
+  YamlNode root(tree, "", src);
   auto p = root.get("plan");
   if (!p) return s;
   p->check_keys({"instances", "nodes", "strategies", "partition_sizes", "hierarchical_allgather", "micro_batches",
@@ -91,7 +97,11 @@ PlanSpec read_plan_block(const std::string& path, const std::string& text) {
   if (auto n = p->get("nodes")) s.nodes = read_int_list(*n, 1, 1 << 16);
   if (auto n = p->get("strategies")) {
     for (const auto& item : n->is_sequence() ? n->items() : std::vector<YamlNode>{*n})
-      s.strategies.push_back(item.as_choice(strategy_kind_names()));
+    {
+      std::vector<std::string> kinds = strategy_kind_names();
+      kinds.push_back("fsdp");  // FULL_SHARD: zero3
+      s.strategies.push_back(item.as_choice(kinds));
+    }
   }
   if (auto n = p->get("partition_sizes")) s.partition_sizes = read_int_list(*n, 1, 1 << 20);
   if (auto n = p->get("hierarchical_allgather")) s.hierarchical = read_bool_list(*n);

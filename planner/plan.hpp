@@ -45,7 +45,8 @@ struct PlanStopped : std::runtime_error {
 };
 
 // Reads the scenario's `plan:` block (validated like the rest of the scenario).
-PlanSpec read_plan_block(const std::string& scenario_path, const std::string& scenario_text);
+PlanSpec read_plan_block(const std::string& scenario_path, const std::string& scenario_text,
+                         const std::vector<std::string>& sets = {});
 
 struct PlanRow {
   size_t index = 0;                 // enumeration order (ties)

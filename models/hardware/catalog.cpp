@@ -2,9 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <stdexcept>
 
 #include "models/catalog/catalog_data.hpp"
+#include "models/hardware/prices.hpp"
+#include "models/io/input_file.hpp"
 
 namespace micsim {
 
@@ -14,9 +18,87 @@ YamlNode load_embedded_catalog(const std::string& path) {
   throw std::logic_error("catalog file not embedded: " + path);
 }
 
-const HardwareCatalog& HardwareCatalog::builtin() {
-  static const HardwareCatalog cat = parse(load_embedded_catalog("models/catalog/instances.yaml"));
+static HardwareCatalog& merged_catalog() {
+  static HardwareCatalog cat = [] {
+    HardwareCatalog c = HardwareCatalog::parse(load_embedded_catalog("models/catalog/instances.yaml"));
+    c.fill_prices(PriceBook::builtin());
+    return c;
+  }();
   return cat;
+}
+
+const HardwareCatalog& HardwareCatalog::builtin() { return merged_catalog(); }
+
+void HardwareCatalog::fill_prices(const PriceBook& book) {
+  for (auto& i : instances_) {
+    if (i.price_explicit) continue;
+    if (auto q = book.quote(i.name, "on_demand")) {
+      i.price_usd_per_hour = q->usd_per_hour;
+      i.price_note = q->describe();
+    }
+  }
+}
+
+template <class T>
+static void replace_or_add(std::vector<T>& v, T x) {
+  for (auto& e : v)
+    if (e.name == x.name) {
+      e = std::move(x);
+      return;
+    }
+  v.push_back(std::move(x));
+}
+
+void HardwareCatalog::merge(const YamlNode& root) {
+  root.check_keys({"gpus", "fabrics", "instances", "prices"});
+  if (auto gpus = root.get("gpus")) {
+    gpus->require_map();
+    for (const auto& name : gpus->keys()) replace_or_add(gpus_, parse_gpu(gpus->at(name), name));
+  }
+  if (auto fabrics = root.get("fabrics")) {
+    fabrics->require_map();
+    for (const auto& name : fabrics->keys()) replace_or_add(fabrics_, parse_fabric(fabrics->at(name), name));
+  }
+  if (auto inst = root.get("instances")) {
+    inst->require_map();
+    for (const auto& name : inst->keys()) replace_or_add(instances_, parse_instance(inst->at(name), name));
+  }
+}
+
+void add_user_catalog(const std::string& path) {
+  YamlNode root = YamlNode::load_string(read_whole_file(path), path);
+  if (!root.is_map()) root.fail("expected a catalog mapping with gpus, fabrics, instances and/or prices");
+  HardwareCatalog& cat = merged_catalog();
+  HardwareCatalog updated = cat;  // all or nothing: a bad file leaves the catalog as it was
+  updated.merge(root);
+  PriceBook prices = PriceBook::builtin();
+  if (auto p = root.get("prices")) prices.merge(*p);
+  updated.fill_prices(prices);
+  cat = std::move(updated);
+  PriceBook::mutable_builtin() = std::move(prices);
+}
+
+std::vector<std::string> catalog_path_files(const std::string& value) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= value.size()) {
+    size_t end = value.find(':', start);
+    if (end == std::string::npos) end = value.size();
+    const std::string item = value.substr(start, end - start);
+    start = end + 1;
+    if (item.empty()) continue;
+    std::error_code ec;
+    if (std::filesystem::is_directory(item, ec)) {
+      std::vector<std::string> files;
+      for (const auto& e : std::filesystem::directory_iterator(item, ec))
+        if (e.path().extension() == ".yaml" || e.path().extension() == ".yml") files.push_back(e.path().string());
+      std::sort(files.begin(), files.end());
+      out.insert(out.end(), files.begin(), files.end());
+    } else {
+      out.push_back(item);
+    }
+  }
+  return out;
 }
 
 static GpuArch parse_arch(const YamlNode& n) {
@@ -128,7 +210,7 @@ InstanceSpec HardwareCatalog::parse_instance(const YamlNode& n, const std::strin
     }
     s.network.fabric = *f;
   }
-  if (auto p = n.get("price_usd_per_hour")) s.price_usd_per_hour = p->as_double_in(0, 1e6);
+  if (auto p = n.get("price_usd_per_hour")) s.price_usd_per_hour = p->as_double_in(0, 1e6), s.price_explicit = true;
   if (auto p = n.get("price_note")) s.price_note = p->as_string();
   if (auto p = n.get("source")) s.source = p->as_string();
   return s;

@@ -9,10 +9,17 @@
 
 namespace micsim {
 
+class PriceBook;
+
 class HardwareCatalog {
  public:
-  static const HardwareCatalog& builtin();  // the embedded catalog
+  // The embedded catalog, merged with user catalogs (--catalog FILE, MICSIM_CATALOG_PATH).
+  static const HardwareCatalog& builtin();
   static HardwareCatalog parse(const YamlNode& root);
+  // Adds or replaces gpus, fabrics and instances of a file of the same schema (every key optional).
+  void merge(const YamlNode& root);
+  // Instances without a price of their own take the newest on-demand quote of the price book.
+  void fill_prices(const PriceBook& book);
 
   const InstanceSpec& instance(const std::string& name) const;  // throws std::out_of_range
   const InstanceSpec* find_instance(const std::string& name) const;
@@ -33,6 +40,13 @@ class HardwareCatalog {
   GpuSpec parse_gpu(const YamlNode& node, const std::string& name) const;
   FabricSpec parse_fabric(const YamlNode& node, const std::string& name) const;
 };
+
+// Merges a user catalog file (gpus, fabrics, instances, prices; same schema as the embedded files) over
+// the built-in catalog; called at start-up, before any lookup. All or nothing: an InputError (file,
+// line, key) leaves the catalog as it was.
+void add_user_catalog(const std::string& path);
+// MICSIM_CATALOG_PATH: files or directories (their *.yaml, sorted), separated by ':'.
+std::vector<std::string> catalog_path_files(const std::string& value);
 
 // Finds an embedded catalog file by its path (e.g. "models/catalog/models.yaml").
 YamlNode load_embedded_catalog(const std::string& path);

@@ -71,7 +71,8 @@ struct InstanceSpec {
   int gpus_per_node = 8;
   IntraNodeSpec intra;
   NetworkSpec network;
-  std::optional<double> price_usd_per_hour;
+  std::optional<double> price_usd_per_hour;  // on-demand, whole instance
+  bool price_explicit = false;               // given in the instance entry (else from the price book)
   std::string price_note;
   std::string source;
 };

@@ -151,8 +151,9 @@ TrainingSpec parse_training(const YamlNode& n, const GpuSpec& gpu) {
   }
   if (auto c = n.get("compile")) t.compile = c->as_bool();
   if (auto o = n.get("optimizer")) {
-    std::string s = o->as_choice({"adam", "lamb", "sgd"});
-    t.optimizer = s == "adam" ? Optimizer::Adam : s == "lamb" ? Optimizer::Lamb : Optimizer::Sgd;
+    // adamw: the same state (two moments + fp32 master) and the same per-element work as adam.
+    std::string s = o->as_choice({"adam", "adamw", "lamb", "sgd"});
+    t.optimizer = (s == "adam" || s == "adamw") ? Optimizer::Adam : s == "lamb" ? Optimizer::Lamb : Optimizer::Sgd;
   }
   // FlashAttention needs Ampere or newer; it is what current stacks use there.
   t.flash_attention = gpu.arch >= GpuArch::Ampere;
