@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "models/io/input_file.hpp"
+#include "models/hardware/prices.hpp"
 #include "planner/handoff.hpp"
 #include "planner/plan.hpp"
 #include "cli/commands.hpp"
@@ -40,7 +41,9 @@ Runner add_plan(CLI::App& app) {
   struct Opts {
     std::string scenario, csv, json, objective, instances, nodes, strategies, micro_batches, deepspeed, ds_out, fsdp_out, checkpoint;
     int64_t stop_after = 0;
-    std::vector<std::string> sets;
+    std::vector<std::string> sets, prices;
+    std::string price_tier;
+    double max_days = 0, max_usd_total = 0;
     int top = 0, refine = -1, max_nodes = 0, threads = 0;
     double target_tokens = 0, max_usd = 0;
     bool quiet = false;
@@ -52,7 +55,13 @@ Runner add_plan(CLI::App& app) {
   cmd->add_option("--top", o->top, "Rows to show (default: plan.top or 10)")->check(CLI::Range(1, 1000000));
   cmd->add_option("--refine", o->refine, "Top candidates re-simulated with SimGrid (default: plan.refine or 20; 0 = none)")
       ->check(CLI::Range(0, 1000000));
-  cmd->add_option("--objective", o->objective, "throughput | time | cost")->check(CLI::IsMember({"throughput", "time", "cost"}));
+  cmd->add_option("--objective", o->objective, "throughput | time | cost | cost-within-deadline (cheapest that meets --max-days)")
+      ->check(CLI::IsMember({"throughput", "time", "cost", "cost-within-deadline"}));
+  cmd->add_option("--max-days", o->max_days, "Deadline: days to train --target-tokens")->check(CLI::Range(1e-3, 1e5));
+  cmd->add_option("--max-usd", o->max_usd_total, "Budget: dollars to train --target-tokens (whole cluster)")->check(CLI::Range(0.01, 1e15));
+  cmd->add_option("--price", o->prices, "INSTANCE=USD_PER_HOUR for one instance (repeatable; overrides the price book and plan.prices)");
+  cmd->add_option("--price-tier", o->price_tier, "Which quotes of the price book: on_demand (default), spot, capacity_block, reserved, ...")
+      ->check(CLI::IsMember(PriceBook::tier_names()));
   cmd->add_option("--target-tokens", o->target_tokens, "Tokens to train (time and cost objectives)")->check(CLI::Range(1.0, 1e18));
   cmd->add_option("--instances", o->instances, "Comma-separated instance types");
   cmd->add_option("--nodes", o->nodes, "Comma-separated node counts");
@@ -75,11 +84,27 @@ Runner add_plan(CLI::App& app) {
     PlanSpec spec = read_plan_block(o->scenario, text, o->sets);
     if (o->top > 0) spec.top = o->top;
     if (o->refine >= 0) spec.refine = o->refine;
-    if (!o->objective.empty())
-      spec.objective = o->objective == "throughput" ? Objective::Throughput : o->objective == "time" ? Objective::Time : Objective::Cost;
+    if (!o->objective.empty()) spec.objective = *parse_objective(o->objective);
     if (o->target_tokens > 0) spec.target_tokens = o->target_tokens;
-    if (spec.objective != Objective::Throughput && spec.target_tokens <= 0)
-      throw InputError({"--objective", 0, 0}, "target_tokens", "objective time or cost needs --target-tokens (or plan.target_tokens)");
+    if (o->max_days > 0) spec.max_days = o->max_days;
+    if (o->max_usd_total > 0) spec.max_usd = o->max_usd_total;
+    if (!o->price_tier.empty()) spec.price_tier = o->price_tier;
+    for (const auto& p : o->prices) {
+      const auto eq = p.find('=');
+      const std::string where = "--price " + shorten_for_message(p);
+      if (eq == std::string::npos) throw InputError({where, 0, 0}, "", "expected INSTANCE=USD_PER_HOUR, e.g. p5.48xlarge=40");
+      const std::string name = lookup_instance("--price", p.substr(0, eq)).name;
+      const std::string value = p.substr(eq + 1);
+      char* end = nullptr;
+      const double usd = std::strtod(value.c_str(), &end);
+      if (value.empty() || *end != '\0' || !(usd >= 0 && usd <= 1e6))
+        throw InputError({where, 0, 0}, "", "expected a price in USD per hour between 0 and 1e6 after '='");
+      spec.prices[name] = usd;
+      spec.price_origin[name] = "--price";
+    }
+    check_plan_spec(spec, [](const std::string& key, const std::string& why) {
+      throw InputError({"plan options", 0, 0}, key, why + " (flags: --objective, --target-tokens, --max-days, --max-usd)");
+    });
     if (!o->instances.empty()) {
       spec.instances.clear();
       for (const auto& i : split_commas(o->instances)) spec.instances.push_back(lookup_instance("--instances", i).name);

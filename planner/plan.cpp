@@ -5,11 +5,14 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <cmath>
 #include <set>
 
 #include "models/hardware/catalog.hpp"
+#include "models/hardware/prices.hpp"
+#include "models/io/csv.hpp"
 #include "models/io/input_file.hpp"
 #include "models/io/output_file.hpp"
 #include "models/io/json_input.hpp"
@@ -24,7 +27,13 @@ namespace micsim {
 namespace {
 
 const char* objective_name(Objective o) {
-  return o == Objective::Throughput ? "throughput" : o == Objective::Time ? "time to train the target" : "cost of the target";
+  switch (o) {
+    case Objective::Throughput: return "throughput";
+    case Objective::Time: return "time to train the target";
+    case Objective::Cost: return "cost of the target";
+    case Objective::CostWithinDeadline: return "cost of the target within the deadline";
+  }
+  return "?";
 }
 
 std::vector<int> read_int_list(const YamlNode& n, int64_t lo, int64_t hi) {
@@ -69,6 +78,31 @@ std::vector<bool> read_bool_list(const YamlNode& n) {
 
 }  // namespace
 
+const char* objective_key(Objective o) {
+  switch (o) {
+    case Objective::Throughput: return "throughput";
+    case Objective::Time: return "time";
+    case Objective::Cost: return "cost";
+    case Objective::CostWithinDeadline: return "cost-within-deadline";
+  }
+  return "?";
+}
+
+std::optional<Objective> parse_objective(const std::string& s) {
+  for (auto o : {Objective::Throughput, Objective::Time, Objective::Cost, Objective::CostWithinDeadline})
+    if (s == objective_key(o)) return o;
+  return std::nullopt;
+}
+
+void check_plan_spec(const PlanSpec& s, const std::function<void(const std::string& key, const std::string& why)>& fail) {
+  if (s.objective != Objective::Throughput && s.target_tokens <= 0)
+    fail("objective", fmt::format("objective {} needs target_tokens (tokens to train)", objective_key(s.objective)));
+  if (s.objective == Objective::CostWithinDeadline && s.max_days <= 0)
+    fail("objective", "objective cost-within-deadline needs max_days (the deadline)");
+  if (s.max_days > 0 && s.target_tokens <= 0) fail("max_days", "a deadline needs target_tokens (tokens to train)");
+  if (s.max_usd > 0 && s.target_tokens <= 0) fail("max_usd", "a budget needs target_tokens (tokens to train)");
+}
+
 PlanSpec read_plan_block(const std::string& path, const std::string& text, const std::vector<std::string>& sets) {
   PlanSpec s;
   // --set plan.key=value reaches the plan block as it reaches the scenario (and is checked the same way).
@@ -81,8 +115,8 @@ PlanSpec read_plan_block(const std::string& path, const std::string& text, const
   auto p = root.get("plan");
   if (!p) return s;
   p->check_keys({"instances", "nodes", "strategies", "partition_sizes", "hierarchical_allgather", "micro_batches",
-                 "activation_checkpointing", "objective", "target_tokens", "max_nodes", "max_usd_per_hour", "prices",
-                 "top", "refine"});
+                 "activation_checkpointing", "objective", "target_tokens", "max_nodes", "max_usd_per_hour", "max_days",
+                 "max_usd", "price_tier", "prices", "top", "refine"});
   const auto& cat = HardwareCatalog::builtin();
   if (auto n = p->get("instances")) {
     for (const auto& item : n->is_sequence() ? n->items() : std::vector<YamlNode>{*n}) {
@@ -107,22 +141,23 @@ PlanSpec read_plan_block(const std::string& path, const std::string& text, const
   if (auto n = p->get("hierarchical_allgather")) s.hierarchical = read_bool_list(*n);
   if (auto n = p->get("micro_batches")) s.micro_batches = read_int_list(*n, 1, 1 << 16);
   if (auto n = p->get("activation_checkpointing")) s.checkpointing = read_bool_list(*n);
-  if (auto n = p->get("objective")) {
-    std::string o = n->as_choice({"throughput", "time", "cost"});
-    s.objective = o == "throughput" ? Objective::Throughput : o == "time" ? Objective::Time : Objective::Cost;
-  }
+  if (auto n = p->get("objective"))
+    s.objective = *parse_objective(n->as_choice({"throughput", "time", "cost", "cost-within-deadline"}));
   if (auto n = p->get("target_tokens")) s.target_tokens = n->as_double_in(1, 1e18);
-  if (s.objective != Objective::Throughput && s.target_tokens <= 0)
-    p->at("objective").fail("objective time or cost needs plan.target_tokens (tokens to train)");
   if (auto n = p->get("max_nodes")) s.max_nodes = int(n->as_int_in(1, 1 << 20));
   if (auto n = p->get("max_usd_per_hour")) s.max_usd_per_hour = n->as_double_in(0.01, 1e9);
+  if (auto n = p->get("max_days")) s.max_days = n->as_double_in(1e-3, 1e5);
+  if (auto n = p->get("max_usd")) s.max_usd = n->as_double_in(0.01, 1e15);
+  if (auto n = p->get("price_tier")) s.price_tier = n->as_choice(PriceBook::tier_names());
   if (auto n = p->get("prices")) {
     n->require_map();
     for (const auto& k : n->keys()) {
       if (!cat.find_instance(k)) n->at(k).fail("unknown instance '" + k + "'");
       s.prices[k] = n->at(k).as_double_in(0, 1e6);
+      s.price_origin[k] = "plan.prices";
     }
   }
+  check_plan_spec(s, [&](const std::string& key, const std::string& why) { (p->has(key) ? p->at(key) : *p).fail(why); });
   if (auto n = p->get("top")) s.top = int(n->as_int_in(1, 100000));
   if (auto n = p->get("refine")) s.refine = int(n->as_int_in(0, 10000));
   return s;
@@ -202,6 +237,33 @@ const CollectiveSummary* largest_collective(const SimulationResult& r) {
   for (const auto& c : r.collectives)
     if (!best || c.total_s > best->total_s) best = &c;
   return best;
+}
+
+// Nothing met the deadline or the budget: the candidate that came closest, and by how much.
+std::string explain_nearest_miss(const PlanSpec& spec, const std::vector<PlanRow>& missed) {
+  const PlanRow* best = nullptr;
+  double best_ratio = 1e300;
+  for (const auto& row : missed) {
+    double ratio = 0;
+    if (spec.max_days > 0) ratio = std::max(ratio, row.hours_for_target / 24 / spec.max_days);
+    if (spec.max_usd > 0) ratio = std::max(ratio, row.usd_for_target / spec.max_usd);
+    if (ratio < best_ratio) best_ratio = ratio, best = &row;
+  }
+  std::string limits;
+  if (spec.max_days > 0) limits += fmt::format("{:g} days", spec.max_days);
+  if (spec.max_usd > 0) limits += fmt::format("{}${:.0f}", limits.empty() ? "" : " and ", spec.max_usd);
+  std::string x = fmt::format("Nothing fits within {} for {:.3g} tokens ({} candidate(s) fit in memory but miss). Nearest miss: {}: ",
+                              limits, spec.target_tokens, missed.size(), describe(*best->eval->scenario));
+  x += fmt::format("{:.1f} days", best->hours_for_target / 24);
+  if (best->has_price) x += fmt::format(", ${:.0f}", best->usd_for_target);
+  x += fmt::format(" ({:.2f}x the limit, {}).\n", best_ratio, best->eval->best().engine);
+  if (spec.max_days > 0)
+    x += "  More nodes, a faster instance type, or a later deadline (--max-days) would bring it in; the time to train scales "
+         "with 1 / tokens per second.\n";
+  if (spec.max_usd > 0)
+    x += "  A cheaper price tier (--price-tier spot | capacity_block), a negotiated price (--price INSTANCE=USD) or a larger "
+         "budget (--max-usd) would bring it in.\n";
+  return x;
 }
 
 // The key of a search: a checkpoint written for another search (or by another micsim) is not reused.
@@ -295,13 +357,23 @@ PlanResult run_plan(const std::string& path, const std::vector<std::string>& bas
   res.analytic_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   res.evaluated = res.evaluations.size();
 
-  // 3. Prune: invalid, does not fit, over budget, no price for a cost objective.
-  auto price_of = [&](const Scenario& sc) -> std::optional<double> {
-    auto it = spec.prices.find(sc.cluster.instance.name);
-    if (it != spec.prices.end()) return it->second * sc.cluster.nodes;
-    if (sc.cluster.instance.price_usd_per_hour) return *sc.cluster.instance.price_usd_per_hour * sc.cluster.nodes;
+  // 3. Prune: invalid, does not fit, over the hourly budget, no price for a cost objective or budget.
+  struct Price {
+    double usd_per_hour = 0;  // whole cluster
+    std::string source;
+  };
+  auto price_of = [&](const Scenario& sc) -> std::optional<Price> {
+    const std::string& name = sc.cluster.instance.name;
+    const int n = sc.cluster.nodes;
+    if (auto it = spec.prices.find(name); it != spec.prices.end())
+      return Price{it->second * n, fmt::format("{} ${}/h ({})", name, it->second, spec.price_origin.count(name) ? spec.price_origin.at(name) : "override")};
+    if (sc.cluster.instance.price_explicit && sc.cluster.instance.price_usd_per_hour)
+      return Price{*sc.cluster.instance.price_usd_per_hour * n, fmt::format("{} ${}/h (instance entry)", name, *sc.cluster.instance.price_usd_per_hour)};
+    if (auto q = PriceBook::builtin().quote(name, spec.price_tier))
+      return Price{q->usd_per_hour * n, fmt::format("{} ${}/h: {}", name, q->usd_per_hour, q->describe())};
     return std::nullopt;
   };
+  const bool needs_price = spec.objective == Objective::Cost || spec.objective == Objective::CostWithinDeadline || spec.max_usd > 0;
   for (size_t i = 0; i < res.evaluations.size(); ++i) {
     const Evaluation& e = res.evaluations[i];
     if (!e.valid) {
@@ -313,36 +385,64 @@ PlanResult run_plan(const std::string& path, const std::vector<std::string>& bas
       continue;
     }
     auto price = price_of(*e.scenario);
-    if (spec.max_usd_per_hour > 0 && price && *price > spec.max_usd_per_hour) {
+    if (spec.max_usd_per_hour > 0 && price && price->usd_per_hour > spec.max_usd_per_hour) {
       res.pruned["over plan.max_usd_per_hour"] += 1;
       continue;
     }
-    if (spec.objective == Objective::Cost && !price) {
-      res.pruned["no price for the cost objective"] += 1;
+    if (needs_price && !price) {
+      res.pruned[fmt::format("no {} price (give one with --price INSTANCE=USD)", spec.price_tier)] += 1;
       continue;
     }
     PlanRow row;
     row.index = i;
     row.eval = &e;
     row.has_price = price.has_value();
-    row.price_usd_per_hour = price.value_or(0);
+    row.price_usd_per_hour = price ? price->usd_per_hour : 0;
+    row.price_source = price ? price->source : "";
     res.ranking.push_back(row);
   }
   auto score = [&](PlanRow& row, const SimulationResult& r) {
     row.tokens_per_s = r.tokens_per_s;
     row.hours_for_target = spec.target_tokens > 0 ? spec.target_tokens / r.tokens_per_s / 3600.0 : 0;
     row.usd_for_target = row.hours_for_target * row.price_usd_per_hour;
-    row.objective = spec.objective == Objective::Throughput ? -r.tokens_per_s
-                    : spec.objective == Objective::Time     ? 1.0 / r.tokens_per_s
-                                                            : row.price_usd_per_hour / r.tokens_per_s;
+    switch (spec.objective) {
+      case Objective::Throughput: row.objective = -r.tokens_per_s; break;
+      case Objective::Time: row.objective = 1.0 / r.tokens_per_s; break;
+      case Objective::Cost:
+      case Objective::CostWithinDeadline: row.objective = row.price_usd_per_hour / r.tokens_per_s; break;
+    }
   };
   auto by_objective = [](const PlanRow& a, const PlanRow& b) {
     return a.objective != b.objective ? a.objective < b.objective : a.index < b.index;
+  };
+  // The deadline and the total budget, on the engine that scored the row. The nearest miss is kept
+  // for the message when nothing is left.
+  std::vector<PlanRow> missed;
+  auto within_limits = [&](std::vector<PlanRow>& rows, size_t from, size_t to, const char* engine) {
+    std::vector<PlanRow> kept(rows.begin(), rows.begin() + long(from));
+    for (size_t i = from; i < to; ++i) {
+      const PlanRow& row = rows[i];
+      double ratio = 0;
+      std::string why;
+      if (spec.max_days > 0 && row.hours_for_target / 24 > spec.max_days)
+        ratio = row.hours_for_target / 24 / spec.max_days, why = "misses the deadline (max_days)";
+      if (spec.max_usd > 0 && row.usd_for_target > spec.max_usd && row.usd_for_target / spec.max_usd > ratio)
+        ratio = row.usd_for_target / spec.max_usd, why = "over the budget for the target (max_usd)";
+      if (why.empty()) {
+        kept.push_back(row);
+        continue;
+      }
+      res.pruned[fmt::format("{} ({})", why, engine)] += 1;
+      missed.push_back(row);
+    }
+    kept.insert(kept.end(), rows.begin() + long(to), rows.end());
+    rows = std::move(kept);
   };
   // The top K are chosen by the analytic engine alone: a pure function of the inputs, whatever a
   // checkpoint already holds.
   for (auto& row : res.ranking) score(row, row.eval->analytic);
   std::sort(res.ranking.begin(), res.ranking.end(), by_objective);
+  within_limits(res.ranking, 0, res.ranking.size(), "analytic");
 
   // 4. Re-simulate the top K with the SimGrid engine (refinements saved by an earlier run of the same
   //    search are taken from the checkpoint), then rank those K by what it says.
@@ -381,6 +481,7 @@ PlanResult run_plan(const std::string& path, const std::vector<std::string>& bas
       score(res.ranking[i], *res.ranking[i].eval->simgrid);
     }
     std::sort(res.ranking.begin(), res.ranking.begin() + long(k), by_objective);
+    within_limits(res.ranking, 0, k, "SimGrid");
     res.simgrid_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   }
 
@@ -424,7 +525,8 @@ PlanResult run_plan(const std::string& path, const std::vector<std::string>& bas
     }
 
   // 7. Explain the winner; hand-off fragments. With no winner, explain the nearest miss.
-  if (res.ranking.empty()) res.explanation = explain_nothing_fits(res.evaluations);
+  if (res.ranking.empty() && !missed.empty()) res.explanation = explain_nearest_miss(spec, missed);
+  else if (res.ranking.empty()) res.explanation = explain_nothing_fits(res.evaluations);
   if (!res.ranking.empty()) {
     const PlanRow& w = res.ranking.front();
     const SimulationResult& r = w.eval->best();
@@ -492,6 +594,11 @@ std::string format_plan(const PlanResult& r) {
   std::string o;
   o += fmt::format("micsim plan: objective {}", objective_name(s.objective));
   if (s.target_tokens > 0) o += fmt::format(", target {:.3g} tokens", s.target_tokens);
+  if (s.max_days > 0) o += fmt::format(", deadline {:g} days", s.max_days);
+  if (s.max_usd > 0) o += fmt::format(", budget ${:.0f}", s.max_usd);
+  o += fmt::format("\n  prices: {} tier (models/catalog/prices.yaml, newest quote)", s.price_tier);
+  for (const auto& [inst, usd] : s.prices)
+    o += fmt::format("; {} overridden to ${}/h ({})", inst, usd, s.price_origin.count(inst) ? s.price_origin.at(inst) : "override");
   o += "\n";
   size_t fitting = r.ranking.size();
   o += fmt::format("  searched {} configurations; {} ranked; pruned:\n", r.candidates, fitting);
@@ -552,21 +659,26 @@ std::string format_plan(const PlanResult& r) {
     o += "\n  DeepSpeed config fragment (ds_config.json):\n" + json_text(r.deepspeed);
     o += "\n  PyTorch FSDP fragment:\n" + json_text(r.fsdp);
   }
-  o += "\n  Sources: prices from models/catalog/instances.yaml (dated; override with plan.prices); step times from the "
-       "analytic engine, top ranks re-simulated with the SimGrid engine (column 'engine').\n";
+  o += "\n  Sources: step times from the analytic engine, top ranks re-simulated with the SimGrid engine (column 'engine'); "
+       "prices:\n";
+  std::set<std::string> price_sources;
+  for (size_t i = 0; i < r.ranking.size() && int(i) < s.top; ++i)
+    if (r.ranking[i].has_price) price_sources.insert(r.ranking[i].price_source);
+  for (const auto& ps : price_sources) o += "    " + ps + "\n";
+  if (price_sources.empty()) o += "    none known for the rows shown (give one with --price INSTANCE=USD)\n";
   return o;
 }
 
 std::string plan_csv(const PlanResult& r) {
   std::string o = "rank,instance,nodes,gpus,strategy,partition_size,hierarchical,micro_batch,grad_accumulation_steps,"
                   "activation_checkpointing,iteration_time_s,samples_per_s,tokens_per_s,tflops_per_gpu,mfu,peak_bytes_per_gpu,"
-                  "headroom_bytes,usd_per_hour,hours_for_target,usd_for_target,engine,pareto\n";
+                  "headroom_bytes,usd_per_hour,hours_for_target,usd_for_target,engine,pareto,price_source\n";
   for (size_t i = 0; i < r.ranking.size(); ++i) {
     const PlanRow& row = r.ranking[i];
     const Scenario& sc = *row.eval->scenario;
     const SimulationResult& res = row.eval->best();
     ParallelLayout l = make_layout(sc.strategy, sc.cluster.nodes, sc.cluster.instance.gpus_per_node);
-    o += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{},{},{},{},{}\n", i + 1,
+    o += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{},{},{},{},{},{}\n", i + 1,
                      sc.cluster.instance.name, sc.cluster.nodes, res.world_size, to_string(sc.strategy.kind), res.partition_size,
                      l.hierarchical ? "true" : "false", sc.training.micro_batch, res.grad_accumulation_steps,
                      sc.training.activation_checkpointing() ? "true" : "false", res.iteration_time_s, res.samples_per_s,
@@ -574,7 +686,7 @@ std::string plan_csv(const PlanResult& r) {
                      row.has_price ? fmt::format("{:.6g}", row.price_usd_per_hour) : "",
                      row.hours_for_target > 0 ? fmt::format("{:.6g}", row.hours_for_target) : "",
                      row.has_price && row.hours_for_target > 0 ? fmt::format("{:.6g}", row.usd_for_target) : "", res.engine,
-                     row.pareto ? "true" : "false");
+                     row.pareto ? "true" : "false", csv_field(row.price_source));
   }
   return o;
 }
@@ -582,8 +694,14 @@ std::string plan_csv(const PlanResult& r) {
 nlohmann::json plan_json(const PlanResult& r) {
   using nlohmann::json;
   json j;
-  j["objective"] = objective_name(r.spec.objective);
-  j["target_tokens"] = r.spec.target_tokens;
+  j["objective"] = objective_key(r.spec.objective);
+  j["target_tokens"] = r.spec.target_tokens > 0 ? json(r.spec.target_tokens) : json(nullptr);
+  j["max_days"] = r.spec.max_days > 0 ? json(r.spec.max_days) : json(nullptr);
+  j["max_usd"] = r.spec.max_usd > 0 ? json(r.spec.max_usd) : json(nullptr);
+  j["price_tier"] = r.spec.price_tier;
+  j["price_overrides"] = json::object();
+  for (const auto& [inst, usd] : r.spec.prices)
+    j["price_overrides"][inst] = {{"usd_per_hour", usd}, {"origin", r.spec.price_origin.count(inst) ? r.spec.price_origin.at(inst) : "override"}};
   j["candidates"] = r.candidates;
   j["ranked"] = r.ranking.size();
   j["pruned"] = r.pruned;
@@ -599,6 +717,7 @@ nlohmann::json plan_json(const PlanResult& r) {
     x["hierarchical_allgather"] = make_layout(row.eval->scenario->strategy, row.eval->scenario->cluster.nodes,
                                               row.eval->scenario->cluster.instance.gpus_per_node).hierarchical;
     x["usd_per_hour"] = row.has_price ? json(row.price_usd_per_hour) : json(nullptr);
+    x["price_source"] = row.has_price ? json(row.price_source) : json(nullptr);
     x["hours_for_target"] = row.hours_for_target > 0 ? json(row.hours_for_target) : json(nullptr);
     x["usd_for_target"] = row.has_price && row.hours_for_target > 0 ? json(row.usd_for_target) : json(nullptr);
     x["pareto"] = row.pareto;

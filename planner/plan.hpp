@@ -5,6 +5,7 @@
 // fit (counted, with reasons) -> rank with the analytic engine on every core -> re-simulate the top K
 // with the SimGrid engine -> final ranking, Pareto front (throughput vs cost), an explanation of the
 // winner and hand-off fragments for DeepSpeed and FSDP.
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -16,7 +17,11 @@
 
 namespace micsim {
 
-enum class Objective { Throughput, Time, Cost };
+// throughput: most tokens/s; time: shortest time to the target; cost: cheapest target (per token:
+// it favours the smallest cluster); cost-within-deadline: cheapest target among those done by max_days.
+enum class Objective { Throughput, Time, Cost, CostWithinDeadline };
+const char* objective_key(Objective o);                      // as written in plan.objective / --objective
+std::optional<Objective> parse_objective(const std::string& s);
 
 struct PlanSpec {
   std::vector<std::string> instances;          // default: the scenario's
@@ -30,7 +35,11 @@ struct PlanSpec {
   double target_tokens = 0;                    // time / cost objectives
   int max_nodes = 0;                           // 0 = no limit
   double max_usd_per_hour = 0;                 // 0 = no limit
-  std::map<std::string, double> prices;        // $/h per instance, overriding the catalog
+  double max_days = 0;                         // deadline for the target tokens (0 = none)
+  double max_usd = 0;                          // budget for the target tokens, whole cluster (0 = none)
+  std::string price_tier = "on_demand";        // which quote of the price book (models/catalog/prices.yaml)
+  std::map<std::string, double> prices;        // $/h per instance, overriding the price book
+  std::map<std::string, std::string> price_origin;  // where each override came from (--price, plan.prices)
   int top = 10;                                // rows shown
   int refine = 20;                             // top K re-simulated with SimGrid (0 = none)
   int threads = 0;
@@ -44,6 +53,9 @@ struct PlanStopped : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Consistency of a search (objective vs target tokens, deadline, budget): calls fail(key, why).
+void check_plan_spec(const PlanSpec& s, const std::function<void(const std::string& key, const std::string& why)>& fail);
+
 // Reads the scenario's `plan:` block (validated like the rest of the scenario).
 PlanSpec read_plan_block(const std::string& scenario_path, const std::string& scenario_text,
                          const std::vector<std::string>& sets = {});
@@ -53,6 +65,7 @@ struct PlanRow {
   const Evaluation* eval = nullptr;
   double price_usd_per_hour = 0;    // cluster, 0 if unknown
   bool has_price = false;
+  std::string price_source;         // the quote used, or the override
   double objective = 0;             // lower is better (throughput is negated)
   double tokens_per_s = 0;
   double hours_for_target = 0, usd_for_target = 0;
@@ -67,7 +80,7 @@ struct PlanResult {
   std::vector<Evaluation> evaluations;
   std::vector<PlanRow> ranking;                // fitting candidates, best first
   std::vector<size_t> pareto;                  // indices into ranking
-  std::string explanation;                     // for the winner
+  std::string explanation;                     // for the winner (or, when nothing is ranked, the nearest miss)
   std::vector<std::string> smallest_fitting;   // per instance / strategy: the smallest p that fits
   nlohmann::json deepspeed, fsdp;              // for the winner
   double analytic_wall_s = 0, simgrid_wall_s = 0;

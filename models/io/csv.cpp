@@ -81,4 +81,11 @@ CsvTable parse_csv(const std::string& text, const std::string& file) {
 
 CsvTable load_csv(const std::string& path) { return parse_csv(read_whole_file(path), path); }
 
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
 }  // namespace micsim

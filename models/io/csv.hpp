@@ -22,4 +22,7 @@ struct CsvTable {
 CsvTable parse_csv(const std::string& text, const std::string& file);
 CsvTable load_csv(const std::string& path);
 
+// One field as RFC 4180 writes it: quoted (with "" for ") when it holds a comma, quote or line break.
+std::string csv_field(const std::string& s);
+
 }  // namespace micsim
