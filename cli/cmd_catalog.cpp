@@ -118,7 +118,7 @@ Runner add_catalog(CLI::App& app) {
       if (want("frameworks")) j["frameworks"] = framework_names();
       if (want("price-tiers")) j["price_tiers"] = PriceBook::builtin().tiers();
       if (!o->json_out.empty()) {
-        write_output_file(o->json_out, json_text(j));
+        write_output_file(o->json_out, json_text(versioned(j, "catalog list")));
       } else {
         std::string text;
         for (const auto& [k, v] : j.items()) {
@@ -142,7 +142,7 @@ Runner add_catalog(CLI::App& app) {
                        fmt::format("unknown name '{}'{}; see `micsim catalog list`", shorten_for_message(o->name),
                                    hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint)));
     }
-    if (!o->json_out.empty()) write_output_file(o->json_out, json_text(j));
+    if (!o->json_out.empty()) write_output_file(o->json_out, json_text(versioned(j, "catalog show")));
     else write_stdout(show_text(j));
     return 0;
   };

@@ -159,7 +159,7 @@ Runner add_collective(CLI::App& app) {
       e.time_s = times[i];
       double f = (*op == CollectiveOp::Broadcast || *op == CollectiveOp::Reduce) ? 1.0 : busbw_factor(*op, ranks);
       text += nccl_tests_line(*op, bytes, elem, e.time_s, f);
-      rows.push_back({{"size_bytes", bytes}, {"count", int64_t(bytes / elem)}, {"time_us", e.time_s * 1e6},
+      rows.push_back({{"size_bytes", json_bytes(bytes)}, {"count", int64_t(bytes / elem)}, {"time_us", e.time_s * 1e6},
                       {"algbw_GBps", e.algbw() / 1e9}, {"busbw_GBps", e.algbw() * f / 1e9},
                       {"algorithm", to_string(e.algorithm)}, {"protocol", to_string(e.protocol)},
                       {"latency_us", e.latency_s * 1e6}, {"bottleneck", to_string(e.bottleneck)}});
@@ -167,7 +167,7 @@ Runner add_collective(CLI::App& app) {
     if (!o->json.empty()) {
       nlohmann::json j = {{"instance", inst.name}, {"nodes", o->nodes}, {"gpus_per_node", g}, {"op", o->op},
                           {"engine", o->engine}, {"network_source", net.source}, {"rows", rows}};
-      write_output_file(o->json, json_text(j));
+      write_output_file(o->json, json_text(versioned(j, "collective")));
     }
     if (o->json != "-") write_stdout(text);
     return 0;

@@ -172,7 +172,7 @@ Runner add_plan(CLI::App& app) {
     if (!o->json.empty()) {
       auto j = plan_json(r);
       if (baseline) j["baseline"] = to_json(*baseline);
-      write_output_file(o->json, json_text(j));
+      write_output_file(o->json, json_text(versioned(j, "plan")));
     }
     const bool stdout_taken = o->json == "-" || o->csv == "-" || o->ds_out == "-" || o->fsdp_out == "-";
     if (!o->quiet && !stdout_taken) write_stdout(text_out);

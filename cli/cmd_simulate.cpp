@@ -84,7 +84,7 @@ Runner add_simulate(CLI::App& app) {
                                       details.critical_node));
     }
     if (!o->trace.empty()) write_output_file(o->trace, trace);
-    if (!o->json.empty()) write_output_file(o->json, json_text(to_json(r)));
+    if (!o->json.empty()) write_output_file(o->json, json_text(versioned(to_json(r), "simulate")));
     if (!o->quiet && o->json != "-" && o->trace != "-") write_stdout(format_summary(r));
     return 0;
   };

@@ -53,7 +53,7 @@ Runner add_sweep(CLI::App& app) {
     SweepResult r = run_sweep(o->scenario, o->sets, spec);
     std::cerr << fmt::format("micsim sweep: {} configurations in {:.2f} s\n", r.rows.size(), r.wall_s);
     if (!o->csv.empty()) write_output_file(o->csv, sweep_csv(r));
-    if (!o->json.empty()) write_output_file(o->json, json_text(sweep_json(r)));
+    if (!o->json.empty()) write_output_file(o->json, json_text(versioned(sweep_json(r), "sweep")));
     if (!o->quiet && o->json != "-" && o->csv != "-") write_stdout(format_sweep(r));
     return 0;
   };

@@ -116,7 +116,7 @@ int run_corpus_validation(const std::string& dir, bool held_out, const std::stri
       text += fmt::format("  {:<58}{:>10.0f}{:>10.0f}{:>+8.1f}%  {}\n", p.row->id.substr(0, 57), p.row->published, p.predicted,
                           100 * p.error(), p.fits ? "" : "(micsim: does not fit)");
   }
-  if (!json_path.empty()) write_output_file(json_path, json_text(j));
+  if (!json_path.empty()) write_output_file(json_path, json_text(versioned(j, "validate")));
   if (json_path != "-") write_stdout(text);
   return 0;
 }
@@ -205,7 +205,7 @@ Runner add_validate(CLI::App& app) {
                                  {"file", c.row.file}, {"line", c.row.line}});
     }
     if (nccl_sets.empty()) {
-      if (!o->json.empty()) write_output_file(o->json, json_text(nlohmann::json{{"training_rows", training_json}}));
+      if (!o->json.empty()) write_output_file(o->json, json_text(versioned(nlohmann::json{{"training_rows", training_json}}, "validate")));
       if (o->json != "-") write_stdout(training_text);
       return 0;
     }
@@ -249,7 +249,7 @@ Runner add_validate(CLI::App& app) {
                         {"median_abs_error", s.median_abs}, {"mean_error", mean}, {"p90_abs_error", s.p90_abs},
                         {"rows_not_held_out", a.in_sample}});
       }
-      if (!o->json.empty()) write_output_file(o->json, json_text({{"held_out_rows", jrows}, {"held_out_summary", jsum}}));
+      if (!o->json.empty()) write_output_file(o->json, json_text(versioned({{"held_out_rows", jrows}, {"held_out_summary", jsum}}, "validate")));
       if (o->json != "-") write_stdout(text);
       return 0;
     }
@@ -310,7 +310,7 @@ Runner add_validate(CLI::App& app) {
                         {"file", c.row.file}, {"line", c.row.line}});
       nlohmann::json j = {{"rows", rows}, {"sources", jsum}, {"training_rows", training_json},
                           {"overall", {{"rows", sa.count}, {"median_abs_error", sa.median_abs}, {"p90_abs_error", sa.p90_abs}}}};
-      write_output_file(o->json, json_text(j));
+      write_output_file(o->json, json_text(versioned(j, "validate")));
     }
     if (o->json != "-") write_stdout(training_text + text);
     return 0;

@@ -1,5 +1,6 @@
 #include <fmt/format.h>
 
+#include "models/io/json_text.hpp"
 #include "sim/report/report.hpp"
 
 namespace micsim {
@@ -40,20 +41,20 @@ nlohmann::json to_json(const SimulationResult& r) {
   j["hw_flops_per_step"] = r.hw_flops_per_step;
   j["fits_in_memory"] = r.memory.fits;
   j["memory"] = {
-      {"peak_bytes_per_gpu", r.memory.peak_bytes},
-      {"model_states_bytes", r.memory.model_states_bytes},
-      {"activations_bytes", r.memory.activations_bytes},
-      {"buffers_bytes", r.memory.buffers_bytes},
-      {"params_bytes", r.memory.params_bytes},
-      {"grads_bytes", r.memory.grads_bytes},
-      {"optimizer_bytes", r.memory.optimizer_bytes},
-      {"gathered_params_bytes", r.memory.gathered_params_bytes},
-      {"grad_buffer_bytes", r.memory.grad_buffer_bytes},
-      {"optimizer_temp_bytes", r.memory.optimizer_temp_bytes},
-      {"capacity_bytes", r.memory.capacity_bytes},
-      {"reserve_bytes", r.memory.reserve_bytes},
-      {"headroom_bytes", r.memory.headroom_bytes()},
-      {"working_set_bytes", r.memory.working_set_bytes},
+      {"peak_bytes_per_gpu", json_bytes(r.memory.peak_bytes)},
+      {"model_states_bytes", json_bytes(r.memory.model_states_bytes)},
+      {"activations_bytes", json_bytes(r.memory.activations_bytes)},
+      {"buffers_bytes", json_bytes(r.memory.buffers_bytes)},
+      {"params_bytes", json_bytes(r.memory.params_bytes)},
+      {"grads_bytes", json_bytes(r.memory.grads_bytes)},
+      {"optimizer_bytes", json_bytes(r.memory.optimizer_bytes)},
+      {"gathered_params_bytes", json_bytes(r.memory.gathered_params_bytes)},
+      {"grad_buffer_bytes", json_bytes(r.memory.grad_buffer_bytes)},
+      {"optimizer_temp_bytes", json_bytes(r.memory.optimizer_temp_bytes)},
+      {"capacity_bytes", json_bytes(r.memory.capacity_bytes)},
+      {"reserve_bytes", json_bytes(r.memory.reserve_bytes)},
+      {"headroom_bytes", json_bytes(r.memory.headroom_bytes())},
+      {"working_set_bytes", json_bytes(r.memory.working_set_bytes)},
       {"gpus_to_fit", r.memory.gpus_to_fit},
       {"utilisation", r.memory_utilisation},
   };
@@ -67,15 +68,15 @@ nlohmann::json to_json(const SimulationResult& r) {
                      {"group", c.group},
                      {"ranks", e.layout.ranks},
                      {"nodes", e.layout.nodes},
-                     {"bytes", e.bytes},
+                     {"bytes", json_bytes(e.bytes)},
                      {"algorithm", to_string(e.algorithm)},
                      {"protocol", to_string(e.protocol)},
                      {"time_s", e.time_s},
                      {"modelled_s", c.modelled_s},
                      {"calls_per_step", c.calls},
                      {"total_s", c.total_s},
-                     {"intra_bytes_per_gpu", e.intra_bytes_per_gpu},
-                     {"inter_bytes_per_node", e.inter_bytes_per_node},
+                     {"intra_bytes_per_gpu", json_bytes(e.intra_bytes_per_gpu)},
+                     {"inter_bytes_per_node", json_bytes(e.inter_bytes_per_node)},
                      {"bottleneck", to_string(e.bottleneck)}});
   }
   j["collectives"] = colls;

@@ -1,0 +1,86 @@
+// Output contracts: every command's --json validates against its schema in docs/schema (checked with
+// scripts/check-json-schema, Debian's python3-jsonschema), carries schema_version, and writes counts
+// and bytes as integers. A document that breaks the contract is rejected (the check can fail).
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "helpers.hpp"
+
+using micsim::test::run_cli;
+using micsim::test::temp_file;
+
+namespace {
+
+bool have_jsonschema() { return std::system("/usr/bin/python3 -c 'import jsonschema' >/dev/null 2>&1") == 0; }
+
+micsim::test::Cmd check(const std::string& schema, const std::string& file) {
+  micsim::test::Cmd r;
+  const std::string cmd = std::string("/usr/bin/python3 ") + MICSIM_SOURCE_DIR + "/scripts/check-json-schema " + schema + " " + file + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+nlohmann::json load(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return nlohmann::json::parse(ss.str());
+}
+
+const std::string kScenario = std::string(MICSIM_SOURCE_DIR) + "/scenarios/bert-10b-mics-p3dn-16-nodes.yaml";
+
+}  // namespace
+
+TEST_CASE("every command's JSON validates against its schema in docs/schema") {
+  if (!have_jsonschema()) {
+    MESSAGE("skipped: /usr/bin/python3 has no jsonschema module (apt-get install python3-jsonschema; ./scripts/test installs it)");
+    return;
+  }
+  const std::string dir = temp_file("schema-dir-marker", "");
+  struct Case {
+    std::string schema, args, file;
+  };
+  const std::vector<Case> cases = {
+      {"simulate", "simulate " + kScenario, dir + ".simulate.json"},
+      {"simulate", "simulate " + kScenario + " --engine simgrid --set model.layers=4", dir + ".simulate-simgrid.json"},
+      {"plan", "plan " + kScenario + " --nodes 2,4 --refine 1 -q --objective cost --target-tokens 1e10", dir + ".plan.json"},
+      {"sweep", "sweep " + kScenario + " --vary cluster.nodes=2,4 --vary strategy.kind=mics,zero3", dir + ".sweep.json"},
+      {"collective", "collective --instance p4d.24xlarge --nodes 2 --op all_gather", dir + ".collective.json"},
+      {"catalog", "catalog list", dir + ".catalog-list.json"},
+      {"catalog", "catalog show p4d.24xlarge", dir + ".catalog-show.json"},
+      {"catalog", "catalog show llama3-70b", dir + ".catalog-model.json"},
+  };
+  for (const auto& c : cases) {
+    auto r = run_cli(c.args + " --json " + c.file);
+    REQUIRE_MESSAGE(r.status == 0, c.args << ": " << r.output);
+    auto v = check(c.schema, c.file);
+    CHECK_MESSAGE(v.status == 0, c.args << ": " << v.output);
+    CHECK(load(c.file)["schema_version"] == 1);
+  }
+  // Integers are integers: counts and bytes never carry a fraction or an exponent.
+  auto sim = load(dir + ".simulate.json");
+  CHECK(sim["nodes"].is_number_integer());
+  CHECK(sim["memory"]["peak_bytes_per_gpu"].is_number_integer());
+  for (const auto& c : sim["collectives"]) {
+    CHECK(c["bytes"].is_number_integer());
+    CHECK(c["calls_per_step"].is_number_integer());
+  }
+  // The check can fail: a float where an integer belongs, a missing field, an unknown field.
+  for (const auto& breakage : {"nodes", "drop", "extra"}) {
+    auto bad = sim;
+    if (std::string(breakage) == "nodes") bad["nodes"] = 2.5;
+    if (std::string(breakage) == "drop") bad.erase("tokens_per_s");
+    if (std::string(breakage) == "extra") bad["tokens_per_sec"] = 1.0;
+    const std::string path = temp_file(std::string("schema-bad-") + breakage + ".json", bad.dump());
+    CHECK_MESSAGE(check("simulate", path).status == 1, breakage);
+  }
+}
