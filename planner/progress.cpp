@@ -4,19 +4,57 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cmath>
+#include <cstdlib>
 
 namespace micsim {
 
+namespace {
+double line_interval_s() {
+  if (const char* v = std::getenv("MICSIM_PROGRESS_SECONDS")) {
+    char* end = nullptr;
+    const double s = std::strtod(v, &end);
+    if (end != v && *end == '\0' && s >= 0.05 && s <= 86400) return s;
+  }
+  return 10.0;
+}
+
+std::string human_duration(double s) {
+  if (s < 60) return fmt::format("{:.0f} s", s);
+  if (s < 3600) return fmt::format("{:.0f} min {:02.0f} s", std::floor(s / 60), std::fmod(s, 60));
+  return fmt::format("{:.0f} h {:02.0f} min", std::floor(s / 3600), std::floor(std::fmod(s, 3600) / 60));
+}
+}  // namespace
+
 Progress::Progress(std::string label, size_t total)
-    : label_(std::move(label)), total_(total), enabled_(isatty(STDERR_FILENO) == 1) {
+    : label_(std::move(label)), total_(total), terminal_(isatty(STDERR_FILENO) == 1) {
   start_ = last_draw_ = std::chrono::steady_clock::now();
+  if (!terminal_ && !label_.empty() && total_ > 0) {
+    const auto interval = std::chrono::duration<double>(line_interval_s());
+    reporter_ = std::thread([this, interval] {
+      std::unique_lock<std::mutex> lock(mu_);
+      while (!finished_) {
+        if (wake_.wait_for(lock, interval, [this] { return finished_; })) break;
+        fmt::print(stderr, "{}\n", status(std::chrono::steady_clock::now()));
+        std::fflush(stderr);
+      }
+    });
+  }
 }
 
 Progress::~Progress() { done(); }
 
+std::string Progress::status(std::chrono::steady_clock::time_point now) const {
+  const size_t c = count_;
+  const double secs = std::chrono::duration<double>(now - start_).count();
+  const double frac = total_ ? double(c) / double(total_) : 1.0;
+  std::string eta = c > 0 && c < total_ ? ", ETA " + human_duration(secs / double(c) * double(total_ - c)) : "";
+  return fmt::format("{}: {}/{} done ({:.0f}%), {} elapsed{}", label_, c, total_, 100 * frac, human_duration(secs), eta);
+}
+
 void Progress::tick(size_t n) {
   count_ += n;
-  if (enabled_) draw(false);
+  if (terminal_) draw(false);
 }
 
 void Progress::draw(bool force) {
@@ -27,17 +65,21 @@ void Progress::draw(bool force) {
   const size_t c = count_;
   const double frac = total_ ? double(c) / double(total_) : 1.0;
   const int width = 30, filled = int(frac * width);
-  const double secs = std::chrono::duration<double>(now - start_).count();
   std::string bar(filled, '#');
   bar.resize(width, '.');
-  fmt::print(stderr, "\r{} [{}] {}/{} ({:.0f}%) {:.1f} s", label_, bar, c, total_, 100 * frac, secs);
+  fmt::print(stderr, "\r[{}] {}\x1b[K", bar, status(now));
   std::fflush(stderr);
 }
 
 void Progress::done() {
-  if (finished_) return;
-  finished_ = true;
-  if (enabled_) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finished_) return;
+    finished_ = true;
+  }
+  wake_.notify_all();
+  if (reporter_.joinable()) reporter_.join();
+  if (terminal_) {
     draw(true);
     fmt::print(stderr, "\n");
   }

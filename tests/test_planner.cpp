@@ -1,6 +1,8 @@
 // The planner and the sweep: what they choose and why, pruning, determinism, hand-off fragments.
 #include <doctest/doctest.h>
 
+#include <cstdlib>
+
 #include "helpers.hpp"
 #include "models/io/input_file.hpp"
 #include "planner/handoff.hpp"
@@ -191,4 +193,16 @@ TEST_CASE("plan --checkpoint: stopped, killed mid-record and resumed, the output
   // --stop-after alone would lose the work: refused.
   CHECK(run_cli(base + "--stop-after 5").status == 2);
   std::remove(ck.c_str());
+}
+
+TEST_CASE("progress: without a terminal, a line with done/total, elapsed and ETA at each interval") {
+  std::string path = temp_file("plan-progress.yaml", kBert);
+  ::setenv("MICSIM_PROGRESS_SECONDS", "0.05", 1);
+  auto r = run_cli("plan " + path + " --nodes 2,4,8,16 --refine 6 -q");  // stderr is a pipe here
+  ::unsetenv("MICSIM_PROGRESS_SECONDS");
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("plan: simgrid: ") != std::string::npos);
+  CHECK(r.output.find("/6 done (") != std::string::npos);
+  CHECK(r.output.find("elapsed") != std::string::npos);
+  CHECK(r.output.find('\r') == std::string::npos);  // no bar redraws in a log
 }
