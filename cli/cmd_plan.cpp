@@ -7,7 +7,7 @@
 
 #include "models/io/input_file.hpp"
 #include "models/hardware/prices.hpp"
-#include "planner/handoff.hpp"
+#include "planner/handoff/handoff.hpp"
 #include "planner/plan.hpp"
 #include "cli/commands.hpp"
 #include "models/io/json_text.hpp"
@@ -39,7 +39,7 @@ std::vector<int> ints(const std::string& flag, const std::string& s) {
 
 Runner add_plan(CLI::App& app) {
   struct Opts {
-    std::string scenario, csv, json, objective, instances, nodes, strategies, micro_batches, deepspeed, ds_out, fsdp_out, checkpoint;
+    std::string scenario, csv, json, objective, instances, nodes, strategies, micro_batches, deepspeed, ds_out, fsdp_out, handoff_dir, checkpoint;
     int64_t stop_after = 0;
     std::vector<std::string> sets, prices;
     std::string price_tier;
@@ -71,8 +71,10 @@ Runner add_plan(CLI::App& app) {
   cmd->add_option("--max-usd-per-hour", o->max_usd, "Largest cluster price allowed ($/h)")->check(CLI::Range(0.01, 1e9));
   cmd->add_option("--threads", o->threads, "Worker threads (default: every core)")->check(CLI::Range(0, 1024));
   cmd->add_option("--deepspeed", o->deepspeed, "An existing ds_config.json: simulate it as the baseline");
-  cmd->add_option("--deepspeed-out", o->ds_out, "Write the winner's DeepSpeed config fragment to FILE");
-  cmd->add_option("--fsdp-out", o->fsdp_out, "Write the winner's FSDP fragment to FILE");
+  cmd->add_option("--deepspeed-out", o->ds_out, "Write the winner's DeepSpeed config (ds_config.json) to FILE");
+  cmd->add_option("--fsdp-out", o->fsdp_out, "Write the winner's FSDP2 training script (train_fsdp2.py) to FILE");
+  cmd->add_option("--handoff-dir", o->handoff_dir,
+                  "Write every hand-off for the winner into DIR: ds_config.json, train_fsdp2.py, torchtitan.toml, accelerate.yaml, HANDOFF.md");
   cmd->add_option("--csv", o->csv, "Write the ranking as CSV to FILE");
   cmd->add_option("--json", o->json, "Write the plan as JSON to FILE ('-' = stdout)");
   cmd->add_option("--checkpoint", o->checkpoint, "Save progress to FILE; a killed plan run again with it resumes where it stopped");
@@ -146,6 +148,7 @@ Runner add_plan(CLI::App& app) {
     outputs.output("--json", o->json);
     outputs.output("--deepspeed-out", o->ds_out);
     outputs.output("--fsdp-out", o->fsdp_out);
+    const auto handoff_paths = handoff_outputs(outputs, o->handoff_dir);
     outputs.read_write("--checkpoint", o->checkpoint);
     if (o->checkpoint == "-") throw InputError({"--checkpoint -", 0, 0}, "", "a checkpoint must be a file");
     PlanResult r;
@@ -167,8 +170,15 @@ Runner add_plan(CLI::App& app) {
                               baseline->memory.fits ? "" : " (DOES NOT FIT in GPU memory)", w.samples_per_s / baseline->samples_per_s);
     }
     if (!o->csv.empty()) write_output_file(o->csv, plan_csv(r));
-    if (!o->ds_out.empty() && !r.deepspeed.is_null()) write_output_file(o->ds_out, json_text(r.deepspeed));
-    if (!o->fsdp_out.empty() && !r.fsdp.is_null()) write_output_file(o->fsdp_out, json_text(r.fsdp));
+    for (const auto& f : r.handoffs) {
+      if (f.name == "ds_config.json" && !o->ds_out.empty()) write_output_file(o->ds_out, f.text);
+      if (f.name == "train_fsdp2.py" && !o->fsdp_out.empty()) write_output_file(o->fsdp_out, f.text);
+    }
+    if (!r.ranking.empty() && !o->ds_out.empty() &&
+        std::none_of(r.handoffs.begin(), r.handoffs.end(), [](const HandoffFile& f) { return f.name == "ds_config.json"; }))
+      std::cerr << "micsim plan: no --deepspeed-out written: the winner (" << to_string(r.ranking.front().eval->scenario->strategy.kind)
+                << ") has no DeepSpeed equivalent (see HANDOFF.md)\n";
+    write_handoffs(handoff_paths, r.handoffs);
     if (!o->json.empty()) {
       auto j = plan_json(r);
       if (baseline) j["baseline"] = to_json(*baseline);

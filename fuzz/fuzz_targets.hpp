@@ -16,7 +16,7 @@
 #include "models/hardware/catalog.hpp"
 #include "models/io/input_error.hpp"
 #include "models/workload/model_spec.hpp"
-#include "planner/handoff.hpp"
+#include "planner/handoff/handoff.hpp"
 #include "sim/simulation.hpp"
 #include "validation/gemm.hpp"
 #include "validation/nccl_tests.hpp"

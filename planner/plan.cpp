@@ -17,7 +17,7 @@
 #include "models/io/output_file.hpp"
 #include "models/io/json_input.hpp"
 #include "models/io/json_text.hpp"
-#include "planner/handoff.hpp"
+#include "planner/handoff/handoff.hpp"
 #include "planner/plan_checkpoint.hpp"
 #include "planner/progress.hpp"
 #include "sim/report/report.hpp"
@@ -583,8 +583,7 @@ PlanResult run_plan(const std::string& path, const std::vector<std::string>& bas
         }
       }
     }
-    res.deepspeed = deepspeed_fragment(sc);
-    res.fsdp = fsdp_fragment(sc);
+    res.handoffs = all_handoffs(sc, r);
   }
   return res;
 }
@@ -655,9 +654,12 @@ std::string format_plan(const PlanResult& r) {
     for (const auto& l : r.smallest_fitting) o += "    " + l + "\n";
   }
   if (!r.explanation.empty()) o += (r.ranking.empty() ? "\n  " : "\n  Why the winner:\n  ") + r.explanation;
-  if (!r.deepspeed.is_null()) {
-    o += "\n  DeepSpeed config fragment (ds_config.json):\n" + json_text(r.deepspeed);
-    o += "\n  PyTorch FSDP fragment:\n" + json_text(r.fsdp);
+  if (!r.handoffs.empty()) {
+    o += "\n  Hand-offs for the winner (--handoff-dir DIR writes them; HANDOFF.md says how to launch each):";
+    for (const auto& f : r.handoffs) o += " " + f.name;
+    o += "\n";
+    for (const auto& f : r.handoffs)
+      if (f.name == "ds_config.json") o += "\n  ds_config.json:\n" + f.text;
   }
   o += "\n  Sources: step times from the analytic engine, top ranks re-simulated with the SimGrid engine (column 'engine'); "
        "prices:\n";
@@ -727,8 +729,8 @@ nlohmann::json plan_json(const PlanResult& r) {
   j["ranking"] = rows;
   j["smallest_fitting"] = r.smallest_fitting;
   j["explanation"] = r.explanation;
-  j["deepspeed"] = r.deepspeed;
-  j["fsdp"] = r.fsdp;
+  j["handoffs"] = json::object();
+  for (const auto& f : r.handoffs) j["handoffs"][f.name] = f.text;
   return j;
 }
 

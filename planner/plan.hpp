@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "planner/evaluate.hpp"
+#include "planner/handoff/handoff.hpp"
 
 namespace micsim {
 
@@ -82,7 +83,7 @@ struct PlanResult {
   std::vector<size_t> pareto;                  // indices into ranking
   std::string explanation;                     // for the winner (or, when nothing is ranked, the nearest miss)
   std::vector<std::string> smallest_fitting;   // per instance / strategy: the smallest p that fits
-  nlohmann::json deepspeed, fsdp;              // for the winner
+  std::vector<HandoffFile> handoffs;           // for the winner: ds_config.json, train_fsdp2.py, ... HANDOFF.md
   double analytic_wall_s = 0, simgrid_wall_s = 0;
 };
 

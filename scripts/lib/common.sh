@@ -8,7 +8,7 @@ MICSIM_PACKAGES=(
   build-essential cmake ninja-build pkg-config
   libsimgrid-dev libboost-graph-dev libyaml-cpp-dev libeigen3-dev libfmt-dev
   doctest-dev libcli11-dev nlohmann-json3-dev
-  python3 python3-matplotlib python3-jsonschema
+  python3 python3-matplotlib python3-jsonschema python3-yaml
 )
 
 micsim_log() { printf '[micsim] %s\n' "$*" >&2; }

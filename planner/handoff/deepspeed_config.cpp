@@ -1,4 +1,4 @@
-#include "planner/handoff.hpp"
+#include "planner/handoff/handoff.hpp"
 
 #include <fmt/format.h>
 
@@ -9,72 +9,64 @@
 
 namespace micsim {
 
-nlohmann::json deepspeed_fragment(const Scenario& sc) {
+DeepSpeedHandoff deepspeed_handoff(const Scenario& sc) {
   using nlohmann::json;
   const auto& s = sc.strategy;
+  DeepSpeedHandoff out;
+  if (s.kind == StrategyKind::HSDP) {
+    // DeepSpeed's hierarchical sharding is MiCS (or ZeRO++ hpZ, which shards secondary copies of
+    // parameters only): no config reproduces HYBRID_SHARD's replicated optimizer states.
+    out.notes.push_back("hsdp (PyTorch FSDP HYBRID_SHARD) has no DeepSpeed equivalent: no ds_config.json is written; "
+                        "use train_fsdp2.py, torchtitan.toml or accelerate.yaml, or simulate strategy.kind=mics for DeepSpeed");
+    return out;
+  }
   json j;
   j["train_batch_size"] = sc.training.global_batch;
   j["train_micro_batch_size_per_gpu"] = sc.training.micro_batch;
   j["gradient_accumulation_steps"] = sc.grad_accumulation_steps();
   if (sc.training.precision == Precision::FP16) j["fp16"] = {{"enabled", true}, {"loss_scale", 0}};
   if (sc.training.precision == Precision::BF16) j["bf16"] = {{"enabled", true}};
+  if (sc.training.fp8)
+    out.notes.push_back("fp8: DeepSpeed runs bf16 here; FP8 GEMMs come from Transformer Engine layers in the model code");
   json z;
   switch (s.kind) {
     case StrategyKind::DDP: z["stage"] = 0; break;
     case StrategyKind::Zero1: z["stage"] = 1; break;
     case StrategyKind::Zero2: z["stage"] = 2; break;
-    case StrategyKind::Zero3:
-    case StrategyKind::MiCS:
-    case StrategyKind::HSDP: z["stage"] = 3; break;
+    default: z["stage"] = 3; break;
   }
   if (s.kind == StrategyKind::MiCS) {
     ParallelLayout l = make_layout(s, sc.cluster.nodes, sc.cluster.instance.gpus_per_node);
     z["mics_shard_size"] = l.partition_size;
     z["mics_hierarchical_params_gather"] = l.hierarchical;
+    out.notes.push_back("MiCS: build the model inside `with deepspeed.zero.MiCS_Init(config_dict_or_path=\"ds_config.json\"):` "
+                        "(zero.Init would shard over all GPUs); deepspeed.initialize then runs MiCS with this mics_shard_size");
+    if (!s.two_hop_sync)
+      out.notes.push_back("DeepSpeed's MiCS always syncs gradients in two hops; the simulated one-hop sync has no switch");
   }
-  z["overlap_comm"] = true;
-  z["reduce_scatter"] = true;
-  z["reduce_bucket_size"] = int64_t(s.reduce_bucket_elements);
+  if (s.kind != StrategyKind::DDP) {
+    z["overlap_comm"] = true;
+    z["contiguous_gradients"] = s.contiguous_gradients;
+    z["reduce_bucket_size"] = int64_t(s.reduce_bucket_elements);
+  }
+  if (s.kind == StrategyKind::Zero2 || s.kind == StrategyKind::Zero1) z["reduce_scatter"] = true;
   if (s.kind == StrategyKind::Zero3 || s.kind == StrategyKind::MiCS) {
     z["stage3_prefetch_bucket_size"] = int64_t(s.prefetch_bucket_elements);
     z["stage3_max_live_parameters"] = int64_t(s.max_live_parameters);
+    if (s.persistence_threshold >= 0) z["stage3_param_persistence_threshold"] = int64_t(s.persistence_threshold);
   }
   j["zero_optimization"] = z;
+  // DeepSpeed's activation_checkpointing block only configures checkpointing that the model calls; the
+  // config cannot turn it on, so it is not written (the note says what to call).
   if (sc.training.activation_checkpointing())
-    j["activation_checkpointing"] = {{"partition_activations", false}, {"contiguous_memory_optimization", false}};
-  if (s.kind == StrategyKind::HSDP)
-    j["_note"] = "hsdp is PyTorch FSDP HYBRID_SHARD: use the FSDP fragment (DeepSpeed's nearest is MiCS without 2-hop)";
-  return j;
-}
-
-nlohmann::json fsdp_fragment(const Scenario& sc) {
-  using nlohmann::json;
-  const auto& s = sc.strategy;
-  ParallelLayout l = make_layout(s, sc.cluster.nodes, sc.cluster.instance.gpus_per_node);
-  json j;
-  std::string strategy;
-  switch (s.kind) {
-    case StrategyKind::DDP: strategy = "NO_SHARD"; break;
-    case StrategyKind::Zero1:
-    case StrategyKind::Zero2: strategy = "SHARD_GRAD_OP"; break;
-    case StrategyKind::Zero3: strategy = "FULL_SHARD"; break;
-    case StrategyKind::MiCS:
-    case StrategyKind::HSDP: strategy = l.replication_size > 1 ? "HYBRID_SHARD" : "FULL_SHARD"; break;
-  }
-  j["sharding_strategy"] = strategy;
-  j["shard_group_size"] = l.partition_size;
-  j["replicate_group_size"] = l.replication_size;
-  // FSDP2 fully_shard(..., mesh=init_device_mesh("cuda", (replicate, shard), mesh_dim_names=("replicate", "shard")))
-  j["fsdp2_device_mesh"] = {{"shape", {l.replication_size, l.partition_size}}, {"dim_names", {"replicate", "shard"}}};
-  if (s.kind == StrategyKind::MiCS || s.kind == StrategyKind::HSDP)
-    j["fsdp2_set_requires_all_reduce_false_during_accumulation"] = s.two_hop_sync;
-  j["micro_batch_size"] = sc.training.micro_batch;
-  j["gradient_accumulation_steps"] = sc.grad_accumulation_steps();
-  j["mixed_precision"] = to_string(sc.training.precision);
-  j["activation_checkpointing"] = sc.training.activation_checkpointing();
-  j["forward_prefetch"] = true;
-  j["backward_prefetch"] = "BACKWARD_PRE";
-  return j;
+    out.notes.push_back(fmt::format("activation checkpointing ({}): the model code turns it on (Hugging Face: "
+                                    "model.gradient_checkpointing_enable(); otherwise deepspeed.checkpointing.checkpoint "
+                                    "around each block); ds_config cannot", to_string(sc.training.checkpointing)));
+  if (s.framework && s.framework->family != "deepspeed")
+    out.notes.push_back(fmt::format("the plan was simulated with framework {}: simulate with strategy.framework=deepspeed "
+                                    "to predict DeepSpeed's own overheads", s.framework->name));
+  out.config = j;
+  return out;
 }
 
 namespace {

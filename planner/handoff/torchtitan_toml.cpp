@@ -1,0 +1,111 @@
+// torchtitan.toml: a torchtitan job config (keys of torchtitan/config/job_config.py at v0.2.2,
+// validation/data/handoff-apis/torchtitan.json). HSDP is data_parallel_replicate_degree x
+// data_parallel_shard_degree; torchtitan derives gradient accumulation from global_batch_size.
+#include <fmt/format.h>
+
+#include "planner/handoff/handoff.hpp"
+
+namespace micsim {
+
+namespace {
+
+struct Flavor {
+  const char* name;
+  int layers;
+  int64_t hidden;
+  int heads, kv_heads;
+};
+// torchtitan's llama3 flavors (torchtitan/models/llama3/__init__.py at v0.2.2) that a micsim model can match.
+const Flavor kLlama3Flavors[] = {{"8B", 32, 4096, 32, 8}, {"70B", 80, 8192, 64, 8}, {"405B", 126, 16384, 128, 8}};
+
+std::string toml_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) continue;
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string torchtitan_toml(const Scenario& sc, std::vector<std::string>* notes) {
+  const auto& s = sc.strategy;
+  const ParallelLayout l = make_layout(s, sc.cluster.nodes, sc.cluster.instance.gpus_per_node);
+  const ModelSpec& m = sc.model;
+  auto note = [&](const std::string& n) {
+    if (notes) notes->push_back("torchtitan: " + n);
+  };
+  // The flavor: the llama3 one with the same shape, else the nearest in size (and say so).
+  const Flavor* flavor = nullptr;
+  for (const auto& f : kLlama3Flavors)
+    if (m.arch == Arch::Llama && m.layers == f.layers && m.hidden == f.hidden && m.heads == f.heads) flavor = &f;
+  if (!flavor) {
+    flavor = &kLlama3Flavors[0];
+    for (const auto& f : kLlama3Flavors)
+      if (std::abs(double(f.hidden) * f.layers - double(m.hidden) * m.layers) <
+          std::abs(double(flavor->hidden) * flavor->layers - double(m.hidden) * m.layers))
+        flavor = &f;
+    note(fmt::format("micsim's model {} ({} layers, hidden {}, {} heads) is not a torchtitan llama3 flavor; the config names "
+                     "flavor {} -- register a flavor with these sizes (torchtitan/models/llama3/__init__.py) to train it",
+                     m.name.empty() ? "(inline)" : m.name, m.layers, m.hidden, m.heads, flavor->name));
+  }
+  int replicate = l.replication_size, shard = l.partition_size;
+  std::string reshard = "default";
+  switch (s.kind) {
+    case StrategyKind::DDP: replicate = l.world, shard = 1; break;
+    case StrategyKind::Zero1:
+    case StrategyKind::Zero2: replicate = 1, shard = l.world, reshard = "never"; break;
+    case StrategyKind::Zero3: replicate = 1, shard = l.world; break;
+    default: break;
+  }
+  if (s.kind == StrategyKind::Zero1) note("no ZeRO-1: written as sharding without resharding after forward (zero2)");
+  if (s.kind == StrategyKind::MiCS && l.hierarchical) note("no hierarchical all-gather: MiCS becomes HSDP (flat gathers in each shard group)");
+  if ((s.kind == StrategyKind::MiCS || s.kind == StrategyKind::HSDP) && s.two_hop_sync && sc.grad_accumulation_steps() > 1)
+    note("whether torchtitan defers HSDP's all-reduce to the last micro-step was not checked; if not, it all-reduces every micro-step");
+  std::string mp = "bfloat16";
+  if (sc.training.precision == Precision::FP32) mp = "float32";
+  if (sc.training.precision == Precision::FP16) note("fp16 is not a choice of training.mixed_precision_param (bfloat16 | float32): written as bfloat16");
+  if (sc.training.fp8)
+    note("fp8: torchtitan's float8 training is a model converter ([quantize.linear.float8]); add it as its docs say for v0.2.2");
+  std::string ac = "none", ac_option;
+  switch (sc.training.checkpointing) {
+    case Checkpointing::None: break;
+    case Checkpointing::Full: ac = "full"; break;
+    case Checkpointing::SelectiveOp: ac = "selective", ac_option = "op"; break;
+    case Checkpointing::SelectiveLayer: ac = "selective", ac_option = std::to_string(std::max(1, sc.training.checkpoint_every)); break;
+  }
+  const int64_t dp = int64_t(replicate) * shard;
+  std::string t;
+  t += fmt::format("# torchtitan {} job config written by micsim {} for {} x {} ({} GPUs), {} {}.\n", kHandoffTorchtitan,
+                   MICSIM_VERSION, sc.cluster.nodes, sc.cluster.instance.name, l.world, m.name, to_string(s.kind));
+  t += fmt::format("# Launch on each node: torchrun --nnodes {} --nproc-per-node {} --rdzv-backend c10d --rdzv-endpoint HOST:29500 \\\n"
+                   "#     -m torchtitan.train --job.config_file torchtitan.toml\n\n",
+                   sc.cluster.nodes, sc.cluster.instance.gpus_per_node);
+  t += "[job]\n";
+  t += fmt::format("description = {}\n", toml_string(fmt::format("micsim plan: {} {} on {} x {}", m.name, to_string(s.kind),
+                                                                 sc.cluster.nodes, sc.cluster.instance.name)));
+  t += "dump_folder = \"./outputs\"\n\n";
+  t += "[model]\nname = \"llama3\"\n";
+  t += fmt::format("flavor = \"{}\"\n", flavor->name);
+  t += "hf_assets_path = \"./assets/hf/tokenizer\"  # your tokenizer files\n\n";
+  t += "[training]\n";
+  t += fmt::format("local_batch_size = {}\n", sc.training.micro_batch);
+  t += fmt::format("global_batch_size = {}  # = local_batch_size x {} accumulation steps x {} data-parallel ranks\n",
+                   sc.training.micro_batch * sc.grad_accumulation_steps() * dp, sc.grad_accumulation_steps(), dp);
+  t += fmt::format("seq_len = {}\n", sc.training.seq_len);
+  t += fmt::format("mixed_precision_param = \"{}\"\n", mp);
+  t += "mixed_precision_reduce = \"float32\"\n\n";
+  t += "[parallelism]\n";
+  t += fmt::format("data_parallel_replicate_degree = {}\n", replicate);
+  t += fmt::format("data_parallel_shard_degree = {}\n", shard);
+  t += fmt::format("fsdp_reshard_after_forward = \"{}\"\n", reshard);
+  t += "tensor_parallel_degree = 1\npipeline_parallel_degree = 1\ncontext_parallel_degree = 1\n\n";
+  t += fmt::format("[activation_checkpoint]\nmode = \"{}\"\n", ac);
+  if (!ac_option.empty()) t += fmt::format("selective_ac_option = \"{}\"\n", ac_option);
+  t += fmt::format("\n[compile]\nenable = {}\n", sc.training.compile ? "true" : "false");
+  return t;
+}
+
+}  // namespace micsim
