@@ -351,7 +351,7 @@ PlanResult run_plan(const std::string& path, const std::vector<std::string>& bas
   auto t0 = std::chrono::steady_clock::now();
   EvaluateOptions eo;
   eo.threads = spec.threads;
-  eo.simulate_non_fitting = false;
+  eo.simulate_non_fitting = true;  // their rate is drawn (as not fitting) by scripts/plot
   if (spec.progress) eo.progress_label = "plan: analytic";
   res.evaluations = evaluate_variants(text, path, variants, eo);
   res.analytic_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -380,11 +380,16 @@ PlanResult run_plan(const std::string& path, const std::vector<std::string>& bas
       res.pruned[reason_category(e.reason_key, e.reason)] += 1;
       continue;
     }
+    auto price = price_of(*e.scenario);
     if (!e.analytic.memory.fits) {
       res.pruned["does not fit in GPU memory"] += 1;
+      PlanRow miss;
+      miss.index = i, miss.eval = &e, miss.has_price = price.has_value();
+      miss.price_usd_per_hour = price ? price->usd_per_hour : 0;
+      miss.tokens_per_s = e.analytic.tokens_per_s;
+      res.not_fitting.push_back(miss);
       continue;
     }
-    auto price = price_of(*e.scenario);
     if (spec.max_usd_per_hour > 0 && price && price->usd_per_hour > spec.max_usd_per_hour) {
       res.pruned["over plan.max_usd_per_hour"] += 1;
       continue;
@@ -727,6 +732,24 @@ nlohmann::json plan_json(const PlanResult& r) {
     rows.push_back(x);
   }
   j["ranking"] = rows;
+  json misses = json::array();
+  constexpr size_t kMaxMisses = 5000;  // enough to draw; the counts are in "pruned"
+  for (size_t i = 0; i < r.not_fitting.size() && i < kMaxMisses; ++i) {
+    const PlanRow& row = r.not_fitting[i];
+    const Scenario& sc = *row.eval->scenario;
+    const SimulationResult& a = row.eval->analytic;
+    misses.push_back({{"instance", sc.cluster.instance.name},
+                      {"nodes", sc.cluster.nodes},
+                      {"world_size", a.world_size},
+                      {"strategy", to_string(sc.strategy.kind)},
+                      {"partition_size", a.partition_size},
+                      {"micro_batch", sc.training.micro_batch},
+                      {"activation_checkpointing", sc.training.activation_checkpointing()},
+                      {"tokens_per_s", a.tokens_per_s},
+                      {"usd_per_hour", row.has_price ? json(row.price_usd_per_hour) : json(nullptr)},
+                      {"over_bytes", json_bytes(-a.memory.headroom_bytes())}});
+  }
+  j["does_not_fit"] = misses;
   j["smallest_fitting"] = r.smallest_fitting;
   j["explanation"] = r.explanation;
   j["handoffs"] = json::object();

@@ -80,6 +80,7 @@ struct PlanResult {
   std::map<std::string, size_t> pruned;        // reason -> count
   std::vector<Evaluation> evaluations;
   std::vector<PlanRow> ranking;                // fitting candidates, best first
+  std::vector<PlanRow> not_fitting;            // valid candidates that do not fit in GPU memory (for plots)
   std::vector<size_t> pareto;                  // indices into ranking
   std::string explanation;                     // for the winner (or, when nothing is ranked, the nearest miss)
   std::vector<std::string> smallest_fitting;   // per instance / strategy: the smallest p that fits
