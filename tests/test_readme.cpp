@@ -1,0 +1,84 @@
+// Every command of the README runs as written: each ```sh block is run, in order, in a scratch
+// directory that links the repository's scenarios, scripts and data and the binary under test as
+// build/. Only the two set-up commands (./scripts/demo and ./scripts/test: they install packages and
+// build, and the second runs this suite) are left out; CI runs ./scripts/test itself.
+#include <doctest/doctest.h>
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "helpers.hpp"
+
+namespace {
+
+std::vector<std::string> readme_commands() {
+  std::ifstream f(std::string(MICSIM_SOURCE_DIR) + "/README.md");
+  std::vector<std::string> out;
+  std::string line, cmd;
+  bool in_sh = false;
+  while (std::getline(f, line)) {
+    if (line.rfind("```", 0) == 0) {
+      in_sh = !in_sh && line == "```sh";
+      continue;
+    }
+    if (!in_sh) continue;
+    // A comment starts at " #" (no command of the README quotes a '#').
+    if (auto c = line.find(" #"); c != std::string::npos) line = line.substr(0, c);
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    const bool continued = !line.empty() && line.back() == '\\';
+    if (continued) line.pop_back();
+    cmd += line;
+    if (!continued) {
+      if (cmd.find_first_not_of(' ') != std::string::npos) out.push_back(cmd);
+      cmd.clear();
+    }
+  }
+  return out;
+}
+
+micsim::test::Cmd sh(const std::string& dir, const std::string& cmd) {
+  micsim::test::Cmd r;
+  FILE* p = popen(("cd " + dir + " && " + cmd + " 2>&1").c_str(), "r");
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("every command in the README runs as written") {
+  if (std::system("/usr/bin/python3 -c 'import matplotlib, jsonschema, yaml, tomllib' >/dev/null 2>&1") != 0) {
+    MESSAGE("skipped: /usr/bin/python3 lacks matplotlib, jsonschema or yaml (./scripts/test installs them)");
+    return;
+  }
+  const auto commands = readme_commands();
+  REQUIRE(commands.size() >= 20);
+  char tmpl[] = "/tmp/micsim-readme-XXXXXX";
+  const std::string dir = ::mkdtemp(tmpl);
+  const std::string src = MICSIM_SOURCE_DIR, bin = MICSIM_BINARY;
+  const std::string build = bin.substr(0, bin.rfind('/'));
+  for (const char* d : {"scenarios", "scripts", "validation", "docs", "tests"})
+    REQUIRE(::symlink((src + "/" + d).c_str(), (dir + "/" + d).c_str()) == 0);
+  REQUIRE(::symlink(build.c_str(), (dir + "/build").c_str()) == 0);
+  int ran = 0;
+  for (const auto& cmd : commands) {
+    if (cmd.rfind("./scripts/demo", 0) == 0 || cmd.rfind("./scripts/test", 0) == 0) continue;  // the set-up commands
+#ifdef MICSIM_SANITIZED
+    if (cmd.find("--leave-one-source-out") != std::string::npos && cmd.find("--corpus") != std::string::npos) {
+      MESSAGE("not run under sanitizers (a minute in Release, many under ASan): " << cmd);
+      continue;
+    }
+#endif
+    auto r = sh(dir, cmd);
+    CHECK_MESSAGE(r.status == 0, cmd << "\n" << r.output.substr(r.output.size() > 3000 ? r.output.size() - 3000 : 0));
+    ++ran;
+  }
+  MESSAGE(ran << " README commands run");
+  CHECK(ran >= 20);
+}
