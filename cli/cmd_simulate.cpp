@@ -9,6 +9,8 @@
 #include "cli/commands.hpp"
 #include "models/io/json_text.hpp"
 #include "planner/handoff/handoff.hpp"
+#include "models/hardware/topology.hpp"
+#include "sim/costs/uplink_sharing.hpp"
 #include "sim/des/simulate_simgrid.hpp"
 #include "sim/report/report.hpp"
 #include "sim/report/trace.hpp"
@@ -19,7 +21,7 @@ namespace micsim::cli {
 
 Runner add_simulate(CLI::App& app) {
   struct Opts {
-    std::string scenario, engine, json, trace, deepspeed, handoff_dir;
+    std::string scenario, engine, json, trace, deepspeed, handoff_dir, topology;
     int trace_micro_steps = 64;
     std::vector<std::string> sets;
     bool quiet = false;
@@ -36,6 +38,7 @@ Runner add_simulate(CLI::App& app) {
                   "Draw at most N micro-steps in the trace (default 64; the others, identical, are marked as elided)")
       ->check(CLI::Range(4, 1 << 16));
   cmd->add_option("--deepspeed", o->deepspeed, "Simulate what an existing ds_config.json describes (overrides the scenario)");
+  cmd->add_option("--topology", o->topology, "Write the cluster's topology graph (GPUs, NVSwitch, PCIe, NICs, leaves, spine) as Graphviz DOT to FILE");
   cmd->add_option("--handoff-dir", o->handoff_dir,
                   "Write hand-offs for this configuration into DIR: ds_config.json, train_fsdp2.py, torchtitan.toml, accelerate.yaml, HANDOFF.md");
   cmd->add_flag("--quiet,-q", o->quiet, "Do not print the summary");
@@ -58,6 +61,7 @@ Runner add_simulate(CLI::App& app) {
     outputs.input(o->deepspeed);
     outputs.output("--json", o->json);
     outputs.output("--trace", o->trace);
+    outputs.output("--topology", o->topology);
     const auto handoff_paths = handoff_outputs(outputs, o->handoff_dir);
     for (const auto& w : sc.warnings) std::cerr << "micsim: warning: " << w << "\n";
     EngineKind engine = sc.engine;
@@ -89,7 +93,10 @@ Runner add_simulate(CLI::App& app) {
     if (!o->trace.empty()) write_output_file(o->trace, trace);
     if (!o->json.empty()) write_output_file(o->json, json_text(versioned(to_json(r), "simulate")));
     write_handoffs(handoff_paths, all_handoffs(sc, r));
-    if (!o->quiet && o->json != "-" && o->trace != "-") write_stdout(format_summary(r));
+    if (!o->topology.empty())
+      write_output_file(o->topology, topology_dot(build_topology(sc.cluster.instance, sc.cluster.nodes, fabric_layout(sc.cluster),
+                                                                 sc.what_if.degraded)));
+    if (!o->quiet && o->json != "-" && o->trace != "-" && o->topology != "-") write_stdout(format_summary(r));
     return 0;
   };
 }

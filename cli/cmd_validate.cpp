@@ -230,7 +230,7 @@ Runner add_validate(CLI::App& app) {
         a.err.push_back(h.c.error());
         a.sources.insert(h.c.row.file);
         jrows.push_back({{"fabric", h.fabric}, {"instance", h.c.instance}, {"file", h.c.row.file}, {"line", h.c.row.line},
-                         {"op", h.c.row.op_name}, {"nodes", h.c.row.nodes}, {"bytes", h.c.row.bytes}, {"metric", h.c.metric},
+                         {"op", h.c.row.op_name}, {"nodes", h.c.row.nodes}, {"bytes", json_bytes(h.c.row.bytes)}, {"metric", h.c.metric},
                          {"published", h.c.published}, {"predicted", h.c.predicted}, {"error", h.c.error()},
                          {"training_rows", h.training_rows}});
       }
@@ -304,7 +304,7 @@ Runner add_validate(CLI::App& app) {
       nlohmann::json rows = nlohmann::json::array();
       for (const auto& c : all)
         rows.push_back({{"instance", c.instance}, {"cluster", c.row.cluster}, {"source", c.row.source}, {"op", c.row.op_name},
-                        {"ranks", c.row.ranks}, {"nodes", c.row.nodes}, {"bytes", c.row.bytes}, {"metric", c.metric},
+                        {"ranks", c.row.ranks}, {"nodes", c.row.nodes}, {"bytes", json_bytes(c.row.bytes)}, {"metric", c.metric},
                         {"published", c.published}, {"predicted", c.predicted}, {"error", c.error()},
                         {"algorithm", to_string(c.estimate.algorithm)}, {"protocol", to_string(c.estimate.protocol)},
                         {"file", c.row.file}, {"line", c.row.line}});

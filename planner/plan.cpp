@@ -157,7 +157,7 @@ PlanSpec read_plan_block(const std::string& path, const std::string& text, const
       s.price_origin[k] = "plan.prices";
     }
   }
-  check_plan_spec(s, [&](const std::string& key, const std::string& why) { (p->has(key) ? p->at(key) : *p).fail(why); });
+  // Consistency (objective vs target, deadline, budget) is checked by the caller once flags are applied.
   if (auto n = p->get("top")) s.top = int(n->as_int_in(1, 100000));
   if (auto n = p->get("refine")) s.refine = int(n->as_int_in(0, 10000));
   return s;
@@ -283,6 +283,7 @@ PlanResult run_plan(const std::string& path, const std::vector<std::string>& bas
   PlanResult res;
   res.spec = spec_in;
   PlanSpec& spec = res.spec;
+  check_plan_spec(spec, [&](const std::string& key, const std::string& why) { throw InputError({path, 0, 0}, "plan." + key, why); });
   const std::string text = read_whole_file(path);
   Scenario base = parse_scenario_text(text, path, base_overrides);
   // Instances named by the user (--instances, plan.instances) come from the catalog; otherwise the
@@ -336,7 +337,11 @@ PlanResult run_plan(const std::string& path, const std::vector<std::string>& bas
                 if (h >= 0) v.overrides.push_back(fmt::format("strategy.hierarchical_allgather={}", h ? "true" : "false"));
                 if (kind == "mics") v.overrides.push_back("strategy.two_hop_sync=true");
                 v.overrides.push_back(fmt::format("training.micro_batch={}", mb));
-                v.overrides.push_back(fmt::format("training.activation_checkpointing={}", ck ? "true" : "false"));
+                // "true" keeps the scenario's own policy (selective-op, selective-layer with its checkpoint_every).
+                const bool policy = base.training.checkpointing != Checkpointing::None;
+                v.overrides.push_back(fmt::format("training.activation_checkpointing={}",
+                                                  !ck ? "none" : policy ? to_string(base.training.checkpointing) : "full"));
+                if (!ck && base.training.checkpointing == Checkpointing::SelectiveLayer) v.overrides.push_back("training.checkpoint_every=null");
                 variants.push_back(std::move(v));
               }
         }
@@ -724,6 +729,10 @@ nlohmann::json plan_json(const PlanResult& r) {
     x["hierarchical_allgather"] = make_layout(row.eval->scenario->strategy, row.eval->scenario->cluster.nodes,
                                               row.eval->scenario->cluster.instance.gpus_per_node).hierarchical;
     x["usd_per_hour"] = row.has_price ? json(row.price_usd_per_hour) : json(nullptr);
+    // The simulation's cost block uses the plan's price (tier or override), not the catalog's.
+    x["cost"] = row.has_price ? json{{"usd_per_hour", row.price_usd_per_hour},
+                                     {"usd_per_step", row.price_usd_per_hour * row.eval->best().iteration_time_s / 3600.0}}
+                              : json(nullptr);
     x["price_source"] = row.has_price ? json(row.price_source) : json(nullptr);
     x["hours_for_target"] = row.hours_for_target > 0 ? json(row.hours_for_target) : json(nullptr);
     x["usd_for_target"] = row.has_price && row.hours_for_target > 0 ? json(row.usd_for_target) : json(nullptr);

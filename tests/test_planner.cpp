@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <set>
 
 #include "helpers.hpp"
 #include "models/io/input_file.hpp"
@@ -205,4 +206,24 @@ TEST_CASE("progress: without a terminal, a line with done/total, elapsed and ETA
   CHECK(r.output.find("/6 done (") != std::string::npos);
   CHECK(r.output.find("elapsed") != std::string::npos);
   CHECK(r.output.find('\r') == std::string::npos);  // no bar redraws in a log
+}
+
+TEST_CASE("plan keeps the scenario's checkpointing policy when it searches checkpointing on and off") {
+  std::string path = temp_file("plan-policy.yaml", R"(cluster: {instance: p4d.24xlarge, nodes: 2}
+model: {preset: llama2-7b}
+training: {seq_len: 2048, micro_batch: 2, global_batch: 64, precision: bf16, activation_checkpointing: selective-layer, checkpoint_every: 2}
+strategy: {kind: zero3}
+plan: {strategies: [zero3], activation_checkpointing: [true, false], refine: 0, objective: cost}
+)");
+  PlanSpec spec = read_plan_block(path, read_whole_file(path));
+  spec.target_tokens = 1e10;  // as --target-tokens would (the block's objective is checked once flags are applied)
+  spec.progress = false;
+  PlanResult r = run_plan(path, {}, spec);
+  std::set<std::string> policies;
+  for (const auto& row : r.ranking) policies.insert(to_string(row.eval->scenario->training.checkpointing));
+  CHECK(policies == std::set<std::string>{"none", "selective-layer"});
+  for (const auto& row : r.ranking)
+    if (row.eval->scenario->training.checkpointing == Checkpointing::SelectiveLayer) CHECK(row.eval->scenario->training.checkpoint_every == 2);
+  spec.target_tokens = 0;
+  CHECK_THROWS_AS(run_plan(path, {}, spec), InputError);  // cost without a target
 }

@@ -152,3 +152,27 @@ strategy: {kind: zero3}
   CHECK(envrun.status == 0);
   CHECK(envrun.output.find("lab-h100") != std::string::npos);
 }
+
+TEST_CASE("a GPU or fabric replaced by a user catalog reaches the built-in instances that use it; plan rows cost at the plan's price") {
+  std::string cat = temp_file("cat-gpu.yaml", R"(gpus:
+  A100-SXM4-40GB:
+    arch: ampere
+    memory_gib: 40
+    peak_tflops: {fp16: 156, bf16: 156, fp32: 19.5}
+    hbm_tbytes_per_s: 1.555
+    source: "half-speed what-if"
+)");
+  std::string sc = std::string(MICSIM_SOURCE_DIR) + "/scenarios/bert-10b-mics-p3dn-16-nodes.yaml --set cluster.instance=p4d.24xlarge";
+  auto base = run_cli_stdout("simulate " + sc + " --json -");
+  auto slow = run_cli_stdout("simulate " + sc + " --catalog " + cat + " --json -");
+  REQUIRE(base.status == 0);
+  REQUIRE(slow.status == 0);
+  auto b = nlohmann::json::parse(base.output), s = nlohmann::json::parse(slow.output);
+  CHECK(s["peak_tflops_per_gpu"].get<double>() == doctest::Approx(156));
+  CHECK(s["iteration_time_s"].get<double>() > 1.3 * b["iteration_time_s"].get<double>());
+  std::string path = temp_file("plan-cost.yaml", kLlama);
+  auto p = run_cli_stdout("plan " + path + " --price p4d.24xlarge=10 --json - -q");
+  REQUIRE(p.status == 0);
+  for (const auto& row : nlohmann::json::parse(p.output)["ranking"])
+    CHECK(row["cost"]["usd_per_hour"].get<double>() == doctest::Approx(row["usd_per_hour"].get<double>()));
+}

@@ -53,11 +53,22 @@ void HardwareCatalog::merge(const YamlNode& root) {
   root.check_keys({"gpus", "fabrics", "instances", "prices"});
   if (auto gpus = root.get("gpus")) {
     gpus->require_map();
-    for (const auto& name : gpus->keys()) replace_or_add(gpus_, parse_gpu(gpus->at(name), name));
+    for (const auto& name : gpus->keys()) {
+      GpuSpec g = parse_gpu(gpus->at(name), name);
+      // Instances already in the catalog that name this GPU get the new entry too.
+      for (auto& i : instances_)
+        if (i.gpu.name == name) i.gpu = g;
+      replace_or_add(gpus_, std::move(g));
+    }
   }
   if (auto fabrics = root.get("fabrics")) {
     fabrics->require_map();
-    for (const auto& name : fabrics->keys()) replace_or_add(fabrics_, parse_fabric(fabrics->at(name), name));
+    for (const auto& name : fabrics->keys()) {
+      FabricSpec f = parse_fabric(fabrics->at(name), name);
+      for (auto& i : instances_)
+        if (i.network.fabric.name == name) i.network.fabric = f;
+      replace_or_add(fabrics_, std::move(f));
+    }
   }
   if (auto inst = root.get("instances")) {
     inst->require_map();

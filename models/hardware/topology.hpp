@@ -73,7 +73,7 @@ ClusterTopology build_topology(const InstanceSpec& inst, int nodes, const Fabric
 // Bandwidth of one edge kind at one place (after degradation), for reports and tests.
 double link_bandwidth(const ClusterTopology& t, LinkKind kind, int node_or_leaf, int index = 0);
 
-// Graphviz dump (for `micsim topology --dot`).
+// Graphviz dump (`micsim simulate SCENARIO --topology FILE`).
 std::string topology_dot(const ClusterTopology& t);
 
 }  // namespace micsim

@@ -184,7 +184,8 @@ DesOutcome run_simgrid(const PreparedSimulation& p, const DesOptions& opt) {
   char arg1[] = "--log=root.thres:critical";
   char* argv[] = {arg0, arg1, nullptr};
   sg4::Engine engine(&argc, argv);
-  // Exact alpha-beta behaviour (DESIGN.md, SimGrid notes): no TCP models, no cross-traffic.
+  // Exact alpha-beta behaviour: no TCP models (SimGrid network/model:CM02 with crosstraffic off), so idle
+  // links give the analytic times.
   sg4::Engine::set_config("network/model:CM02");
   sg4::Engine::set_config("network/crosstraffic:0");
   sg4::Engine::set_config("network/TCP-gamma:0");

@@ -1,6 +1,6 @@
 #pragma once
 // Results for people (a readable summary, every number with its unit) and for programs (JSON, the
-// field names of DESIGN.md, SI units).
+// field names of docs/json.md, SI units).
 #include <nlohmann/json.hpp>
 #include <string>
 
