@@ -4,6 +4,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -32,12 +35,11 @@ struct Cmd {
   std::string output;  // stdout + stderr
 };
 
-// Runs build/micsim with `args` (a shell-quoted string) and captures its output and exit status
-// (stdout and stderr together, or stdout only).
-inline Cmd run_cli(const std::string& args, bool with_stderr = true) {
-  std::string cmd = std::string(MICSIM_BINARY) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
+// Runs a shell command line and captures its output (stdout and stderr, as the line redirects them)
+// and exit status.
+inline Cmd run_shell(const std::string& command_line) {
   Cmd r;
-  FILE* p = popen(cmd.c_str(), "r");
+  FILE* p = popen(command_line.c_str(), "r");
   if (!p) return r;
   char buf[4096];
   size_t n;
@@ -45,6 +47,27 @@ inline Cmd run_cli(const std::string& args, bool with_stderr = true) {
   int st = pclose(p);
   r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   return r;
+}
+
+// Runs build/micsim with `args` (a shell-quoted string) and captures its output and exit status
+// (stdout and stderr together, or stdout only).
+inline Cmd run_cli(const std::string& args, bool with_stderr = true) {
+  return run_shell(std::string(MICSIM_BINARY) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null"));
+}
+
+// The whole text of a file ("" if it cannot be read).
+inline std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// A fresh directory under /tmp for one test's files.
+inline std::string temp_dir(const std::string& tag) {
+  std::string tmpl = "/tmp/micsim-" + tag + "-XXXXXX";
+  const char* d = ::mkdtemp(tmpl.data());
+  return d ? d : "";
 }
 
 // Writes `text` to a fresh temporary file and returns its path.

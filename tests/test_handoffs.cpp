@@ -20,31 +20,12 @@ bool have_python_deps() {
   return std::system("/usr/bin/python3 -c 'import jsonschema, yaml, tomllib' >/dev/null 2>&1") == 0;
 }
 
-std::string make_dir() {
-  char tmpl[] = "/tmp/micsim-handoff-XXXXXX";
-  const char* d = ::mkdtemp(tmpl);
-  return d ? d : "";
-}
-
-std::string read(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 micsim::test::Cmd check(const std::string& dir, int world, bool run_tiny) {
-  micsim::test::Cmd r;
-  const std::string cmd = std::string("/usr/bin/python3 ") + MICSIM_SOURCE_DIR + "/scripts/check-handoff " + dir +
-                          " --world " + std::to_string(world) + (run_tiny ? " --run-tiny" : "") + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
+  return micsim::test::run_shell(std::string("/usr/bin/python3 ") + MICSIM_SOURCE_DIR + "/scripts/check-handoff " + dir + " --world " +
+                                 std::to_string(world) + (run_tiny ? " --run-tiny" : "") + " 2>&1");
 }
+
+using micsim::test::read_text;
 
 const std::string kLlama = std::string(MICSIM_SOURCE_DIR) + "/scenarios/bert-10b-mics-p3dn-16-nodes.yaml";
 
@@ -72,7 +53,7 @@ TEST_CASE("hand-offs encode the simulated strategy and pass the API checks of th
   };
   bool tiny_done = false;
   for (const auto& c : cases) {
-    const std::string dir = make_dir();
+    const std::string dir = micsim::test::temp_dir("handoff");
     REQUIRE(!dir.empty());
     auto r = run_cli("simulate " + kLlama + " " + llama + c.sets.front() + " -q --handoff-dir " + dir);
     REQUIRE_MESSAGE(r.status == 0, r.output);
@@ -81,18 +62,18 @@ TEST_CASE("hand-offs encode the simulated strategy and pass the API checks of th
     CHECK_MESSAGE(v.status == 0, c.sets.front() << ":\n" << v.output);
     if (v.output.find("SKIP") != std::string::npos) MESSAGE(v.output);
     // The groups of the simulation, in every file.
-    const std::string py = read(dir + "/train_fsdp2.py");
+    const std::string py = read_text(dir + "/train_fsdp2.py");
     CHECK(py.find("\"replicate\": " + std::to_string(c.replicate) + ",") != std::string::npos);
     CHECK(py.find("\"shard\": " + std::to_string(c.shard) + ",") != std::string::npos);
-    const std::string toml = read(dir + "/torchtitan.toml");
+    const std::string toml = read_text(dir + "/torchtitan.toml");
     CHECK(toml.find("data_parallel_replicate_degree = " + std::to_string(c.replicate)) != std::string::npos);
     CHECK(toml.find("data_parallel_shard_degree = " + std::to_string(c.shard)) != std::string::npos);
     std::ifstream ds(dir + "/ds_config.json");
     CHECK(bool(ds) == c.deepspeed);
-    const std::string md = read(dir + "/HANDOFF.md");
+    const std::string md = read_text(dir + "/HANDOFF.md");
     CHECK(md.find("tokens/s") != std::string::npos);
     if (c.sets.front().find("mics") != std::string::npos) {
-      auto j = nlohmann::json::parse(read(dir + "/ds_config.json"));
+      auto j = nlohmann::json::parse(read_text(dir + "/ds_config.json"));
       CHECK(j["zero_optimization"]["mics_shard_size"] == 16);
       CHECK(j["zero_optimization"]["mics_hierarchical_params_gather"] == true);
       CHECK(j["train_batch_size"] == 256);

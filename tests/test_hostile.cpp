@@ -2,6 +2,8 @@
 // status and message it must give. See tests/hostile/README.md for the format. Each case runs in a
 // fresh copy of its directory under /tmp, so nothing is ever written outside it.
 #include <doctest/doctest.h>
+
+#include "helpers.hpp"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -46,25 +48,14 @@ Expectation read_expectation(const fs::path& file) {
   return e;
 }
 
-struct Run {
-  int status = -1;
-  std::string output;
-};
+using Run = micsim::test::Cmd;
 
 // Runs `script` with sh in `dir`, stdout and stderr together; $MICSIM is the binary.
 Run shell(const fs::path& dir, const std::string& script, const std::string& prefix = "") {
   const fs::path file = dir / ".run.sh";
   std::ofstream(file) << "cd '" << dir.string() << "' || exit 99\nMICSIM='" << MICSIM_BINARY << "'\nexport MICSIM\n"
                       << "MICSIM_SOURCE='" << MICSIM_SOURCE_DIR << "'\n" << prefix << script << "\n";
-  Run r;
-  FILE* p = popen(("sh '" + file.string() + "' 2>&1").c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
+  return micsim::test::run_shell("sh '" + file.string() + "' 2>&1");
 }
 
 fs::path fresh_copy(const fs::path& src, const std::string& tag) {

@@ -15,26 +15,13 @@ using micsim::test::temp_file;
 
 namespace {
 
-bool have_jsonschema() { return std::system("/usr/bin/python3 -c 'import jsonschema' >/dev/null 2>&1") == 0; }
-
 micsim::test::Cmd check(const std::string& schema, const std::string& file) {
-  micsim::test::Cmd r;
-  const std::string cmd = std::string("/usr/bin/python3 ") + MICSIM_SOURCE_DIR + "/scripts/check-json-schema " + schema + " " + file + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
+  return micsim::test::run_shell(std::string("/usr/bin/python3 ") + MICSIM_SOURCE_DIR + "/scripts/check-json-schema " + schema + " " + file + " 2>&1");
 }
 
-nlohmann::json load(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return nlohmann::json::parse(ss.str());
-}
+nlohmann::json load(const std::string& path) { return nlohmann::json::parse(micsim::test::read_text(path)); }
+
+bool have_jsonschema() { return std::system("/usr/bin/python3 -c 'import jsonschema' >/dev/null 2>&1") == 0; }
 
 const std::string kScenario = std::string(MICSIM_SOURCE_DIR) + "/scenarios/bert-10b-mics-p3dn-16-nodes.yaml";
 

@@ -12,22 +12,8 @@
 using micsim::test::run_cli;
 
 namespace {
-micsim::test::Cmd sh(const std::string& cmd) {
-  micsim::test::Cmd r;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
-std::string read(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
+micsim::test::Cmd sh(const std::string& cmd) { return micsim::test::run_shell(cmd + " 2>&1"); }
+using micsim::test::read_text;
 }  // namespace
 
 TEST_CASE("plots and the HTML report: instance and strategy told apart, misfits and overridden prices shown") {
@@ -35,8 +21,7 @@ TEST_CASE("plots and the HTML report: instance and strategy told apart, misfits 
     MESSAGE("skipped: /usr/bin/python3 has no matplotlib (./scripts/test installs python3-matplotlib)");
     return;
   }
-  char tmpl[] = "/tmp/micsim-plots-XXXXXX";
-  const std::string dir = ::mkdtemp(tmpl);
+  const std::string dir = micsim::test::temp_dir("plots");
   const std::string scenario = std::string(MICSIM_SOURCE_DIR) + "/scenarios/bert-10b-mics-p3dn-16-nodes.yaml";
   const std::string plot = std::string("/usr/bin/python3 ") + MICSIM_SOURCE_DIR + "/scripts/plot ";
   auto p = run_cli("plan " + scenario + " --nodes 2,4,8 --instances p3dn.24xlarge,p4d.24xlarge --price p4d.24xlarge=12 "
@@ -44,7 +29,7 @@ TEST_CASE("plots and the HTML report: instance and strategy told apart, misfits 
   REQUIRE_MESSAGE(p.status == 0, p.output);
   auto r = sh(plot + dir + "/plan.json --out " + dir + "/plan --html " + dir + "/plan.html");
   REQUIRE_MESSAGE(r.status == 0, r.output);
-  const std::string page = read(dir + "/plan.html");
+  const std::string page = read_text(dir + "/plan.html");
   CHECK(page.find("<svg") != std::string::npos);
   CHECK(page.find("src=\"http") == std::string::npos);  // self-contained
   CHECK(page.find("Pareto front") != std::string::npos);
@@ -52,14 +37,14 @@ TEST_CASE("plots and the HTML report: instance and strategy told apart, misfits 
   CHECK(page.find("Does not fit in GPU memory") != std::string::npos);
   CHECK(page.find("on p3dn.24xlarge") != std::string::npos);  // legend: strategy on instance
   CHECK(page.find("on p4d.24xlarge") != std::string::npos);
-  CHECK(read(dir + "/plan-pareto.png").size() > 1000);
+  CHECK(read_text(dir + "/plan-pareto.png").size() > 1000);
 
   auto s = run_cli("sweep " + scenario + " --vary cluster.nodes=2,4 --vary strategy.kind=mics,zero3 --vary training.micro_batch=8,64 --json " +
                    dir + "/sweep.json");
   REQUIRE_MESSAGE(s.status == 0, s.output);
   auto r2 = sh(plot + dir + "/sweep.json --out " + dir + "/sweep --html " + dir + "/sweep.html");
   REQUIRE_MESSAGE(r2.status == 0, r2.output);
-  const std::string sp = read(dir + "/sweep.html");
+  const std::string sp = read_text(dir + "/sweep.html");
   CHECK(sp.find("tokens/s per GPU") != std::string::npos);
   CHECK(sp.find("does not fit in GPU memory") != std::string::npos);  // micro-batch 64 does not fit
 

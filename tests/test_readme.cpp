@@ -39,17 +39,6 @@ std::vector<std::string> readme_commands() {
   return out;
 }
 
-micsim::test::Cmd sh(const std::string& dir, const std::string& cmd) {
-  micsim::test::Cmd r;
-  FILE* p = popen(("cd " + dir + " && " + cmd + " 2>&1").c_str(), "r");
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
-
 }  // namespace
 
 TEST_CASE("every command in the README runs as written") {
@@ -59,8 +48,7 @@ TEST_CASE("every command in the README runs as written") {
   }
   const auto commands = readme_commands();
   REQUIRE(commands.size() >= 20);
-  char tmpl[] = "/tmp/micsim-readme-XXXXXX";
-  const std::string dir = ::mkdtemp(tmpl);
+  const std::string dir = micsim::test::temp_dir("readme");
   const std::string src = MICSIM_SOURCE_DIR, bin = MICSIM_BINARY;
   const std::string build = bin.substr(0, bin.rfind('/'));
   for (const char* d : {"scenarios", "scripts", "validation", "docs", "tests"})
@@ -75,7 +63,7 @@ TEST_CASE("every command in the README runs as written") {
       continue;
     }
 #endif
-    auto r = sh(dir, cmd);
+    auto r = micsim::test::run_shell("cd " + dir + " && " + cmd + " 2>&1");
     CHECK_MESSAGE(r.status == 0, cmd << "\n" << r.output.substr(r.output.size() > 3000 ? r.output.size() - 3000 : 0));
     ++ran;
   }
