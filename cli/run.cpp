@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -14,6 +15,7 @@
 #include "models/io/input_file.hpp"
 #include "models/io/output_file.hpp"
 #include "models/io/yaml_node.hpp"
+#include "planner/ranks.hpp"
 
 namespace micsim::cli {
 
@@ -68,9 +70,16 @@ int run(int argc, char** argv) {
     finish_stdout();  // a full disk or closed pipe must not pass for success
     return rc;
   } catch (const InputError& e) {
-    std::cerr << "micsim: error: " << e.what() << "\n";
+    // Every rank reads the same inputs and meets the same error: rank 0 says it once.
+    if (ranks::is_root()) std::cerr << "micsim: error: " << e.what() << "\n";
     return 2;
   } catch (const std::exception& e) {
+    // Possibly on this rank alone: the others may be waiting for it in an exchange, so all stop.
+    if (ranks::size() > 1) {
+      std::fprintf(stderr, "micsim: internal error on rank %d of %d: %s\n", ranks::rank(), ranks::size(), e.what());
+      std::fflush(stderr);
+      ranks::abort_all(1);
+    }
     std::cerr << "micsim: internal error: " << e.what() << "\n";
     return 1;
   }

@@ -4,17 +4,24 @@
 #include <thread>
 
 #include "planner/progress.hpp"
+#include "planner/ranks.hpp"
+#include "sim/report/report.hpp"
 #include "sim/des/simulate_simgrid.hpp"
 
 namespace micsim {
 
 int default_threads() {
+  // Every core of the machine, shared between the MPI ranks placed on it.
   unsigned n = std::thread::hardware_concurrency();
-  return n == 0 ? 1 : int(n);
+  return std::max(1, (n == 0 ? 1 : int(n)) / std::max(1, ranks::local_size()));
 }
 
 std::vector<Evaluation> evaluate_variants(const std::string& base_yaml, const std::string& base_file,
                                           const std::vector<Variant>& variants, const EvaluateOptions& opt) {
+  // Under MPI every rank evaluates every candidate: an analytic evaluation costs less than sending
+  // its result between ranks (measured: 5,650 candidates, 2 ranks exchanging took twice as long as
+  // 1 rank alone), and identical evaluations on every rank keep their decisions identical. Ranks
+  // share the SimGrid refinements below, which cost seconds to minutes each.
   std::vector<Evaluation> out(variants.size());
   std::atomic<size_t> next{0};
   std::optional<Progress> progress;
@@ -68,21 +75,34 @@ std::vector<Evaluation> evaluate_variants(const std::string& base_yaml, const st
 
 void refine_with_simgrid(const std::vector<Evaluation*>& evals, int parallel, const std::string& progress_label,
                          const std::function<void(size_t)>& on_refined) {
+  // This rank's share (position mod ranks); the others' results arrive by exchange below.
+  std::vector<size_t> mine;
+  for (size_t i = 0; i < evals.size(); ++i)
+    if (ranks::owns(i)) mine.push_back(i);
   std::vector<PreparedSimulation> prepared;
-  prepared.reserve(evals.size());
-  for (auto* e : evals) prepared.push_back(prepare_simulation(*e->scenario));
+  prepared.reserve(mine.size());
+  for (size_t i : mine) prepared.push_back(prepare_simulation(*evals[i]->scenario));
   std::vector<const PreparedSimulation*> ptrs;
   for (const auto& p : prepared) ptrs.push_back(&p);
   std::optional<Progress> progress;
-  if (!progress_label.empty()) progress.emplace(progress_label, evals.size());
-  des::run_isolated_many(ptrs, parallel, [&](size_t i, const des::DesOutcome& outcome) {
-    SimulationResult r = make_result(prepared[i], outcome.critical, "simgrid");
+  if (!progress_label.empty()) progress.emplace(progress_label, mine.size());
+  des::run_isolated_many(ptrs, parallel, [&](size_t k, const des::DesOutcome& outcome) {
+    SimulationResult r = make_result(prepared[k], outcome.critical, "simgrid");
     r.timeline.tasks.clear();
-    evals[i]->simgrid = std::move(r);
-    if (on_refined) on_refined(i);
+    evals[mine[k]]->simgrid = std::move(r);
+    if (on_refined) on_refined(mine[k]);
     if (progress) progress->tick();
   });
   if (progress) progress->done();
+  if (ranks::size() == 1) return;
+  std::vector<std::pair<size_t, std::string>> sent;
+  for (size_t i : mine) sent.emplace_back(i, to_exact_json(*evals[i]->simgrid).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  const auto all = ranks::all_gather_indexed(evals.size(), sent);
+  for (size_t i = 0; i < evals.size(); ++i) {
+    if (ranks::owns(i)) continue;
+    evals[i]->simgrid = result_from_json(nlohmann::json::parse(all[i]));
+    if (on_refined) on_refined(i);
+  }
 }
 
 }  // namespace micsim

@@ -20,6 +20,7 @@
 #include "planner/handoff/handoff.hpp"
 #include "planner/plan_checkpoint.hpp"
 #include "planner/progress.hpp"
+#include "planner/ranks.hpp"
 #include "sim/report/report.hpp"
 
 namespace micsim {
@@ -460,7 +461,17 @@ PlanResult run_plan(const std::string& path, const std::vector<std::string>& bas
   if (k > 0) {
     auto t1 = std::chrono::steady_clock::now();
     PlanCheckpoint ck(spec.checkpoint, plan_key(text, base_overrides, variants));
-    auto saved = ck.load(variants.size());
+    // Rank 0 reads (and may repair) the checkpoint; the other ranks receive what it holds.
+    std::map<size_t, SimulationResult> saved;
+    if (ranks::is_root()) saved = ck.load(variants.size());
+    if (ranks::size() > 1) {
+      std::vector<std::pair<size_t, std::string>> held;
+      for (const auto& [i, r] : saved) held.emplace_back(i, to_exact_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+      const auto all = ranks::all_gather_indexed(variants.size(), held);
+      if (!ranks::is_root())
+        for (size_t i = 0; i < all.size(); ++i)
+          if (!all[i].empty()) saved[i] = result_from_json(nlohmann::json::parse(all[i]));
+    }
     std::vector<Evaluation*> todo;
     std::vector<size_t> todo_index;
     for (size_t i = 0; i < k; ++i) {
@@ -481,7 +492,9 @@ PlanResult run_plan(const std::string& path, const std::vector<std::string>& bas
     const bool stopping = spec.stop_after > 0 && todo.size() > spec.stop_after;
     if (stopping) todo.resize(spec.stop_after), todo_index.resize(spec.stop_after);
     refine_with_simgrid(todo, spec.threads > 0 ? spec.threads : default_threads(), spec.progress ? "plan: simgrid" : "",
-                        [&](size_t i) { ck.append(todo_index[i], *todo[i]->simgrid); });
+                        [&](size_t i) {
+                          if (ranks::is_root()) ck.append(todo_index[i], *todo[i]->simgrid);  // one writer
+                        });
     if (stopping)
       throw PlanStopped(fmt::format("stopped after {} new SimGrid refinement(s) ({} of the top {} done); run again with --checkpoint {} "
                                     "to resume",

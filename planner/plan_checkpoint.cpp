@@ -119,7 +119,7 @@ std::map<size_t, SimulationResult> PlanCheckpoint::load(size_t candidates) {
 
 void PlanCheckpoint::append(size_t index, const SimulationResult& simgrid) {
   if (fd_ < 0) return;
-  nlohmann::json j = {{"index", index}, {"simgrid", to_json(simgrid)}};
+  nlohmann::json j = {{"index", index}, {"simgrid", to_exact_json(simgrid)}};
   const std::string body = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   const std::string line = fmt::format("{:016x} {}\n", fnv1a64(body), body);
   // One write() in append mode: a kill leaves either the whole line or a prefix of it (dropped on load).

@@ -1,5 +1,7 @@
 #include "planner/progress.hpp"
 
+#include "planner/ranks.hpp"
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -28,6 +30,8 @@ std::string human_duration(double s) {
 
 Progress::Progress(std::string label, size_t total)
     : label_(std::move(label)), total_(total), terminal_(isatty(STDERR_FILENO) == 1) {
+  if (!ranks::is_root()) label_.clear(), terminal_ = false;  // one progress report per run: rank 0's
+  else if (ranks::size() > 1 && !label_.empty()) label_ += fmt::format(" (rank 0 of {})", ranks::size());
   start_ = last_draw_ = std::chrono::steady_clock::now();
   if (!terminal_ && !label_.empty() && total_ > 0) {
     const auto interval = std::chrono::duration<double>(line_interval_s());
@@ -54,7 +58,7 @@ std::string Progress::status(std::chrono::steady_clock::time_point now) const {
 
 void Progress::tick(size_t n) {
   count_ += n;
-  if (terminal_) draw(false);
+  if (terminal_ && !label_.empty()) draw(false);
 }
 
 void Progress::draw(bool force) {
@@ -79,7 +83,7 @@ void Progress::done() {
   }
   wake_.notify_all();
   if (reporter_.joinable()) reporter_.join();
-  if (terminal_) {
+  if (terminal_ && !label_.empty()) {
     draw(true);
     fmt::print(stderr, "\n");
   }

@@ -198,7 +198,15 @@ void reset_output_cleanup_in_child() {
     for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::signal(sig, SIG_DFL);
 }
 
+namespace {
+std::atomic<bool> g_outputs_suppressed{false};
+}
+
+void suppress_outputs(bool on) { g_outputs_suppressed = on; }
+bool outputs_suppressed() { return g_outputs_suppressed; }
+
 void write_stdout(const std::string& text) {
+  if (g_outputs_suppressed) return;
   std::cout.flush();
   if (!text.empty() && std::fwrite(text.data(), 1, text.size(), stdout) != text.size())
     throw OutputError("standard output", "cannot write: " + os_reason(errno));
@@ -206,6 +214,7 @@ void write_stdout(const std::string& text) {
 }
 
 void finish_stdout() {
+  if (g_outputs_suppressed) return;
   std::cout.flush();
   errno = 0;
   if (std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout)
@@ -213,6 +222,7 @@ void finish_stdout() {
 }
 
 void write_output_file(const std::string& path, const std::string& content) {
+  if (g_outputs_suppressed) return;
   if (path == "-") return write_stdout(content);
   const std::string resolved = resolve_links(path);
   struct stat st {};

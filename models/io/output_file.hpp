@@ -47,6 +47,10 @@ class OutputPlan {
 // Writes `content` to `path` ("-" = standard output) by the rules above.
 void write_output_file(const std::string& path, const std::string& content);
 
+// Ranks other than 0 of an MPI run compute but write nothing: every write above becomes a no-op.
+void suppress_outputs(bool on);
+bool outputs_suppressed();
+
 // Writes to standard output now and reports a failed write (a full disk, a closed pipe) as OutputError.
 void write_stdout(const std::string& text);
 

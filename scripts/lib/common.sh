@@ -9,6 +9,7 @@ MICSIM_PACKAGES=(
   libsimgrid-dev libboost-graph-dev libyaml-cpp-dev libeigen3-dev libfmt-dev
   doctest-dev libcli11-dev nlohmann-json3-dev
   python3 python3-matplotlib python3-jsonschema python3-yaml
+  libopenmpi-dev openmpi-bin   # optional at build time: plans and sweeps over MPI ranks
 )
 
 micsim_log() { printf '[micsim] %s\n' "$*" >&2; }

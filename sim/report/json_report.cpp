@@ -96,6 +96,26 @@ nlohmann::json to_json(const SimulationResult& r) {
 namespace micsim {
 
 // The inverse of to_json for what reports and the planner read (used to resume a plan).
+namespace {
+// The fields that to_json writes through json_bytes (rounded), in a fixed order.
+std::vector<double*> rounded_memory_fields(MemoryEstimate& m) {
+  return {&m.peak_bytes, &m.model_states_bytes, &m.activations_bytes, &m.buffers_bytes, &m.params_bytes, &m.grads_bytes,
+          &m.optimizer_bytes, &m.gathered_params_bytes, &m.grad_buffer_bytes, &m.optimizer_temp_bytes, &m.capacity_bytes,
+          &m.reserve_bytes, &m.working_set_bytes};
+}
+}  // namespace
+
+nlohmann::json to_exact_json(const SimulationResult& r) {
+  nlohmann::json j = to_json(r);
+  SimulationResult copy = r;
+  nlohmann::json mem = nlohmann::json::array(), colls = nlohmann::json::array();
+  for (double* v : rounded_memory_fields(copy.memory)) mem.push_back(*v);
+  for (const auto& c : r.collectives)
+    colls.push_back({c.estimate.bytes, c.estimate.intra_bytes_per_gpu, c.estimate.inter_bytes_per_node});
+  j["exact"] = {{"memory", mem}, {"collectives", colls}};
+  return j;
+}
+
 SimulationResult result_from_json(const nlohmann::json& j) {
   SimulationResult r;
   r.scenario = j.at("scenario");
@@ -174,6 +194,18 @@ SimulationResult result_from_json(const nlohmann::json& j) {
   if (!j.at("cost").is_null()) r.price_usd_per_hour = j.at("cost").at("usd_per_hour").get<double>();
   for (const auto& s : j.at("sources")) r.sources.push_back(s);
   for (const auto& w : j.at("warnings")) r.warnings.push_back(w);
+  if (j.contains("exact")) {
+    const auto& x = j.at("exact");
+    auto fields = rounded_memory_fields(r.memory);
+    const auto& mem = x.at("memory");
+    const auto& colls = x.at("collectives");
+    if (mem.size() != fields.size() || colls.size() != r.collectives.size()) throw std::runtime_error("malformed exact block");
+    for (size_t i = 0; i < fields.size(); ++i) *fields[i] = mem.at(i).get<double>();
+    for (size_t i = 0; i < colls.size(); ++i) {
+      auto& e = r.collectives[i].estimate;
+      e.bytes = colls[i].at(0), e.intra_bytes_per_gpu = colls[i].at(1), e.inter_bytes_per_node = colls[i].at(2);
+    }
+  }
   return r;
 }
 
