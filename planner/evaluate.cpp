@@ -92,7 +92,7 @@ void refine_with_simgrid(const std::vector<Evaluation*>& evals, int parallel, co
     evals[mine[k]]->simgrid = std::move(r);
     if (on_refined) on_refined(mine[k]);
     if (progress) progress->tick();
-  });
+  }, [&] { if (progress) progress->poll(); });
   if (progress) progress->done();
   if (ranks::size() == 1) return;
   std::vector<std::pair<size_t, std::string>> sent;

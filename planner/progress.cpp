@@ -32,18 +32,8 @@ Progress::Progress(std::string label, size_t total)
     : label_(std::move(label)), total_(total), terminal_(isatty(STDERR_FILENO) == 1) {
   if (!ranks::is_root()) label_.clear(), terminal_ = false;  // one progress report per run: rank 0's
   else if (ranks::size() > 1 && !label_.empty()) label_ += fmt::format(" (rank 0 of {})", ranks::size());
+  line_interval_ = std::chrono::duration<double>(line_interval_s());
   start_ = last_draw_ = std::chrono::steady_clock::now();
-  if (!terminal_ && !label_.empty() && total_ > 0) {
-    const auto interval = std::chrono::duration<double>(line_interval_s());
-    reporter_ = std::thread([this, interval] {
-      std::unique_lock<std::mutex> lock(mu_);
-      while (!finished_) {
-        if (wake_.wait_for(lock, interval, [this] { return finished_; })) break;
-        fmt::print(stderr, "{}\n", status(std::chrono::steady_clock::now()));
-        std::fflush(stderr);
-      }
-    });
-  }
 }
 
 Progress::~Progress() { done(); }
@@ -58,12 +48,26 @@ std::string Progress::status(std::chrono::steady_clock::time_point now) const {
 
 void Progress::tick(size_t n) {
   count_ += n;
-  if (terminal_ && !label_.empty()) draw(false);
+  poll();
+}
+
+void Progress::poll() {
+  if (label_.empty() || total_ == 0) return;
+  draw(false);
 }
 
 void Progress::draw(bool force) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_, std::try_to_lock);  // a busy reporter is enough
+  if (!lock.owns_lock() || finished_) return;
   auto now = std::chrono::steady_clock::now();
+  if (!terminal_) {
+    // A log: one plain line per interval.
+    if (!force && now - last_draw_ < line_interval_) return;
+    last_draw_ = now;
+    fmt::print(stderr, "{}\n", status(now));
+    std::fflush(stderr);
+    return;
+  }
   if (!force && now - last_draw_ < std::chrono::milliseconds(100)) return;
   last_draw_ = now;
   const size_t c = count_;
@@ -76,17 +80,12 @@ void Progress::draw(bool force) {
 }
 
 void Progress::done() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (finished_) return;
-    finished_ = true;
-  }
-  wake_.notify_all();
-  if (reporter_.joinable()) reporter_.join();
-  if (terminal_ && !label_.empty()) {
+  if (terminal_ && !label_.empty() && total_ > 0) {
     draw(true);
     fmt::print(stderr, "\n");
   }
+  std::lock_guard<std::mutex> lock(mu_);
+  finished_ = true;
 }
 
 }  // namespace micsim

@@ -39,9 +39,11 @@ DesOutcome run_isolated(const PreparedSimulation& p, const DesOptions& opt);
 
 // Several simulations, up to `parallel` child processes at once (call from one thread only).
 // `on_done(i)` is called as soon as simulation i finishes (its outcome is then in the result vector's
-// slot i): progress reporting, and saving each result as it comes.
+// slot i): progress reporting, and saving each result as it comes. `heartbeat`, if given, is called
+// about every 20 ms while the children run (progress lines without a thread of their own).
 std::vector<DesOutcome> run_isolated_many(const std::vector<const PreparedSimulation*>& sims, int parallel,
-                                          const std::function<void(size_t, const DesOutcome&)>& on_done = {});
+                                          const std::function<void(size_t, const DesOutcome&)>& on_done = {},
+                                          const std::function<void()>& heartbeat = {});
 
 // A sweep of collectives (as `micsim collective --engine simgrid` runs them): one after another on an
 // idle cluster of `nodes` x `gpus_per_node` GPUs; returns the simulated time of each.

@@ -156,8 +156,10 @@ DesOutcome run_isolated(const PreparedSimulation& p, const DesOptions& opt) {
 }
 
 std::vector<DesOutcome> run_isolated_many(const std::vector<const PreparedSimulation*>& sims, int parallel,
-                                          const std::function<void(size_t, const DesOutcome&)>& on_done) {
-  // Children are forked from this (single) thread only; up to `parallel` run at once.
+                                          const std::function<void(size_t, const DesOutcome&)>& on_done,
+                                          const std::function<void()>& heartbeat) {
+  // Children are forked from this thread, while no other thread of micsim's runs (a fork while
+  // another thread holds a lock leaves the child that lock forever); up to `parallel` run at once.
   std::vector<DesOutcome> out(sims.size());
   std::vector<std::pair<Child, size_t>> running;
   std::vector<std::string> errors(sims.size());
@@ -184,7 +186,12 @@ std::vector<DesOutcome> run_isolated_many(const std::vector<const PreparedSimula
     }
     int status = 0;
     struct rusage ru {};
-    pid_t pid = wait4(-1, &status, 0, &ru);
+    pid_t pid = wait4(-1, &status, heartbeat ? WNOHANG : 0, &ru);
+    if (pid == 0) {  // none finished yet
+      heartbeat();
+      usleep(20000);
+      continue;
+    }
     if (pid < 0) {
       if (errno == EINTR) continue;
       throw std::runtime_error("simgrid engine: wait failed");
