@@ -114,7 +114,7 @@ int bench_large() {
   getrusage(RUSAGE_SELF, &ru);
   fmt::print("  analytic, {} GPUs: prepare {:.2f} ms, run {:.3f} ms (median of 5), step {:.3f} s, {:.0f} tokens/s; process peak {:.1f} MiB\n",
              sc.world_size(), 1e3 * t_prepare, 1e3 * t_analytic, ra.iteration_time_s, ra.tokens_per_s, ru.ru_maxrss / 1024.0);
-  std::vector<int> node_counts = {128, 256, 512};
+  std::vector<int> node_counts = {64, 128, 256, 512};
   const char* full = std::getenv("MICSIM_BENCH_FULL");
   if (full && std::string(full) == "1") node_counts.push_back(sc.cluster.nodes);
   for (int nodes : node_counts) {

@@ -28,8 +28,8 @@ struct NodeState {
 };
 
 struct Rendezvous {
-  int arrived = 0;
-  sg4::SemaphorePtr finished;
+  int arrived = 0, done = 0;
+  sg4::SemaphorePtr started, finished;
 };
 
 class Run {
@@ -87,7 +87,7 @@ class Run {
   double speed_;
   std::vector<NodeState> state_;
   std::vector<uint32_t> by_stream_[kStreamCount];
-  std::map<std::pair<uint32_t, int>, Rendezvous> rendezvous_;
+  std::map<std::pair<uint32_t, int>, std::shared_ptr<Rendezvous>> rendezvous_;
   FlowContext ctx_;
   std::vector<double> compute_factor_;
   size_t flows_ = 0;
@@ -132,6 +132,12 @@ class Run {
     }
   }
 
+  // A collective is a rendezvous of its group: members arrive when their stream reaches it; the last
+  // to arrive starts it (the group's links become busy, the launch latency passes), then every member
+  // sends its own flows, and all leave together when the last flow of any member has arrived. Each
+  // member issues its own flows (not the last arrival all of them): SimGrid keeps an actor's pending
+  // communications in a list it walks on every completion, so one actor holding a whole group's
+  // flows made each collective quadratic in its size.
   void collective(int n, uint32_t t) {
     const Task& task = g_[t];
     const CommOp& op = g_.comm_ops[task.op];
@@ -139,30 +145,37 @@ class Run {
     // A launch that had to wait for a device synchronize (framework profile) delays this rank's arrival.
     if (op.serial_host_s > 0) sg4::this_actor::sleep_for(op.serial_host_s);
     std::vector<int> ring = group_nodes(op.group, p_.layout, n);
+    const int members = int(ring.size());
     auto key = std::make_pair(t, ring.front());
-    Rendezvous& rv = rendezvous_[key];
-    if (!rv.finished) rv.finished = sg4::Semaphore::create(0);
-    if (++rv.arrived < int(ring.size())) {
-      auto sem = rv.finished;
-      sem->acquire();  // the last member runs the collective and releases everyone
-      return;
+    std::shared_ptr<Rendezvous>& slot = rendezvous_[key];
+    if (!slot) {
+      slot = std::make_shared<Rendezvous>();
+      slot->started = sg4::Semaphore::create(0);
+      slot->finished = sg4::Semaphore::create(0);
     }
-    auto sem = rv.finished;
-    rendezvous_.erase(key);
-    for (int m : ring) comm_begin(m);
-    if (cost.estimate.latency_s > 0) sg4::this_actor::sleep_for(cost.estimate.latency_s);
+    std::shared_ptr<Rendezvous> rv = slot;
+    if (++rv->arrived < members) {
+      rv->started->acquire();
+    } else {
+      for (int m : ring) comm_begin(m);
+      if (cost.estimate.latency_s > 0) sg4::this_actor::sleep_for(cost.estimate.latency_s);
+      for (int i = 1; i < members; ++i) rv->started->release();
+    }
     std::vector<sg4::CommPtr> comms;
-    for (int m : ring) {
-      for (const FlowSpec& f : collective_flows(cost.estimate, ctx_, m, ring)) {
-        if (f.bytes <= 0) continue;
-        comms.push_back(sg4::Comm::sendto_async(plat_.gpu[f.src_node][f.src_gpu], plat_.gpu[f.dst_node][f.dst_gpu],
-                                                uint64_t(f.bytes)));
-      }
+    for (const FlowSpec& f : collective_flows(cost.estimate, ctx_, n, ring)) {
+      if (f.bytes <= 0) continue;
+      comms.push_back(sg4::Comm::sendto_async(plat_.gpu[f.src_node][f.src_gpu], plat_.gpu[f.dst_node][f.dst_gpu],
+                                              uint64_t(f.bytes)));
     }
     flows_ += comms.size();
-    sg4::Comm::wait_all(comms);
+    for (auto& c : comms) c->wait();
+    if (++rv->done < members) {
+      rv->finished->acquire();
+      return;
+    }
+    rendezvous_.erase(key);
     for (int m : ring) comm_end(m);
-    for (size_t i = 1; i < ring.size(); ++i) sem->release();
+    for (int i = 1; i < members; ++i) rv->finished->release();
   }
 };
 
