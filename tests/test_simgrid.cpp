@@ -16,6 +16,7 @@
 using namespace micsim;
 using micsim::test::run;
 using micsim::test::scenario;
+using micsim::test::read_text;
 
 static double des_time(const Scenario& sc) { return simulate_simgrid(prepare_simulation(sc)).iteration_time_s; }
 
@@ -249,5 +250,35 @@ TEST_CASE("Perfetto trace draws every micro-step up to the limit and marks the e
       std::sort(slices.begin(), slices.end());
       for (size_t i = 1; i < slices.size(); ++i) CHECK_MESSAGE(slices[i].first >= slices[i - 1].second, "track " << tid);
     }
+  }
+}
+
+TEST_CASE("flows as mailbox messages give the step times of the host-to-host engine they replaced") {
+  // Step times pinned from the engine as it was before flows became inbox messages (SimGrid
+  // sendto, commit 81d4696), on contended scenarios: a 4:1 oversubscribed fabric with scattered
+  // placement, a slow node, ZeRO-3 and MiCS with a hierarchical gather; and 256 GPUs of the
+  // 16,384-GPU scenario. The change is a speed-up only: the same flows between the same hosts.
+  const std::string contended = R"(cluster: {instance: p4d.24xlarge, nodes: 16, fabric: {oversubscription: 4, nodes_per_leaf: 4, placement: scattered}}
+model: {preset: gpt-100b}
+training: {seq_len: 2048, micro_batch: 1, global_batch: 256, precision: bf16, activation_checkpointing: true}
+strategy: {kind: zero3}
+what_if:
+  slow_node: {node: 3, compute_factor: 1.5}
+)";
+  struct Pinned {
+    Scenario sc;
+    double seconds;
+  };
+  std::vector<Pinned> cases = {
+      {parse_scenario_text(contended, "<zero3>"), 121.06265963521632},
+      {parse_scenario_text(contended, "<mics>", {"strategy.kind=mics", "strategy.partition_size=16", "strategy.hierarchical_allgather=true"}),
+       93.18369346359353},
+      {parse_scenario_text(read_text(std::string(MICSIM_SOURCE_DIR) + "/scenarios/large/gpt-175b-mics-16384-gpus.yaml"), "<large>",
+                           {"cluster.nodes=32", "training.global_batch=512"}),
+       53.69370645395866},
+  };
+  for (const auto& c : cases) {
+    const double s = des_time(c.sc);
+    CHECK_MESSAGE(std::fabs(s / c.seconds - 1) < 1e-6, c.sc.name << ": " << s << " s, pinned " << c.seconds << " s");
   }
 }

@@ -91,6 +91,27 @@ class Run {
   FlowContext ctx_;
   std::vector<double> compute_factor_;
   size_t flows_ = 0;
+  std::vector<std::vector<sg4::Mailbox*>> inboxes_;  // [node][gpu], made on first use
+  static inline char kPayload = 0;
+
+  // Flows are mailbox messages to a GPU's inbox, whose permanent receiver (a daemon on that GPU)
+  // makes them start the moment they are sent. Not SimGrid's host-to-host sendto: 3.32 detaches
+  // those and keeps every one in flight in a single global list that each completion walks, which
+  // made the engine quadratic in the flows in flight (SimGrid >= 4.0 keeps a set). The daemon only
+  // takes delivered messages out of the inbox; it sets no time.
+  sg4::Mailbox* inbox(int node, int gpu) {
+    if (inboxes_.empty()) inboxes_.assign(nodes_, std::vector<sg4::Mailbox*>(p_.layout.gpus_per_node, nullptr));
+    sg4::Mailbox*& box = inboxes_[node][gpu];
+    if (box) return box;
+    box = sg4::Mailbox::by_name(fmt::format("node{}-gpu{}-inbox", node, gpu));
+    sg4::Mailbox* b = box;
+    auto drain = sg4::Actor::create(fmt::format("node{}-gpu{}-receiver", node, gpu), plat_.gpu[node][gpu], [b] {
+      for (;;) b->get<char>();
+    });
+    drain->daemonize();
+    box->set_receiver(drain);
+    return box;
+  }
 
   void wait_for(int n, uint32_t dep) {
     NodeState& s = state_[n];
@@ -164,8 +185,10 @@ class Run {
     std::vector<sg4::CommPtr> comms;
     for (const FlowSpec& f : collective_flows(cost.estimate, ctx_, n, ring)) {
       if (f.bytes <= 0) continue;
-      comms.push_back(sg4::Comm::sendto_async(plat_.gpu[f.src_node][f.src_gpu], plat_.gpu[f.dst_node][f.dst_gpu],
-                                              uint64_t(f.bytes)));
+      // The flow leaves from its GPU's host: the sending actor moves there (a comm's route is fixed
+      // when it starts), and lands at once in the destination GPU's inbox (see inbox()).
+      sg4::this_actor::set_host(plat_.gpu[f.src_node][f.src_gpu]);
+      comms.push_back(inbox(f.dst_node, f.dst_gpu)->put_async(&kPayload, uint64_t(f.bytes)));
     }
     flows_ += comms.size();
     for (auto& c : comms) c->wait();
