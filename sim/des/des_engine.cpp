@@ -50,6 +50,7 @@ class Run {
     const auto& inst = p.scenario.cluster.instance;
     ctx_.nvlink_bytes_per_s = inst.intra.bytes_per_s_per_gpu;
     ctx_.nic_link_bytes_per_s = inst.network.node_bytes_per_s() / topo.nic_links;
+    merge_nic_flows_ = nic_flows_mergeable();
     compute_factor_.assign(nodes_, 1.0);
     for (const auto& s : p.scenario.what_if.slow_nodes)
       if (s.node < nodes_) compute_factor_[s.node] *= s.compute_factor;
@@ -91,7 +92,46 @@ class Run {
   FlowContext ctx_;
   std::vector<double> compute_factor_;
   size_t flows_ = 0;
-  std::vector<std::vector<sg4::Mailbox*>> inboxes_;  // [node][gpu], made on first use
+  bool merge_nic_flows_ = false;
+  std::vector<std::vector<sg4::Mailbox*>> inboxes_;  // [node][gpu, then the node's NICs], made on first use
+
+  // Fewer, larger flows where it changes nothing: when every collective's inter-node traffic uses all
+  // NIC links of a node alike (the same bytes on each) and no NIC is degraded, the flows of one node
+  // over its L links are sent as one flow of L times the bytes between the nodes' NIC hosts, whose
+  // link to the gateway has the links' summed rate. Max-min sharing then gives each node and each
+  // collective the same rates as the L flows had (on a NIC link, an uplink, or between collectives
+  // on the same node, everything is scaled by L alike), with L times fewer flows to resolve. If any
+  // collective uses a subset of the links (NIC sharing between groups) the flows stay per link.
+  bool nic_flows_mergeable() const {
+    if (topo_.nic_links <= 1 || !p_.scenario.what_if.degraded.empty()) return false;
+    const std::vector<int> pair = {0, 1};
+    for (const auto& cost : p_.costs.comm) {
+      if (cost.estimate.inter_time_s <= 0) continue;
+      int inter = 0;
+      for (const FlowSpec& f : collective_flows(cost.estimate, ctx_, 0, pair)) inter += f.tier == Tier::Inter && f.bytes > 0;
+      if (inter != topo_.nic_links) return false;
+    }
+    return true;
+  }
+
+  // The flows `node` sends for a collective, merged per node where nic_flows_mergeable() allows
+  // (gpu = -1 stands for the node's NIC host).
+  std::vector<FlowSpec> flows_of(const CollectiveEstimate& est, int node, const std::vector<int>& ring) const {
+    std::vector<FlowSpec> flows = collective_flows(est, ctx_, node, ring);
+    if (!merge_nic_flows_) return flows;
+    std::vector<FlowSpec> out;
+    FlowSpec merged{Tier::Inter, node, -1, node, -1, 0.0};
+    for (const FlowSpec& f : flows) {
+      if (f.tier != Tier::Inter) {
+        out.push_back(f);
+        continue;
+      }
+      merged.dst_node = f.dst_node;
+      merged.bytes += f.bytes;
+    }
+    if (merged.bytes > 0) out.push_back(merged);
+    return out;
+  }
   static inline char kPayload = 0;
 
   // Flows are mailbox messages to a GPU's inbox, whose permanent receiver (a daemon on that GPU)
@@ -99,13 +139,16 @@ class Run {
   // those and keeps every one in flight in a single global list that each completion walks, which
   // made the engine quadratic in the flows in flight (SimGrid >= 4.0 keeps a set). The daemon only
   // takes delivered messages out of the inbox; it sets no time.
+  sg4::Host* host_of(int node, int gpu) const { return gpu < 0 ? plat_.nics[node] : plat_.gpu[node][gpu]; }
+
   sg4::Mailbox* inbox(int node, int gpu) {
-    if (inboxes_.empty()) inboxes_.assign(nodes_, std::vector<sg4::Mailbox*>(p_.layout.gpus_per_node, nullptr));
-    sg4::Mailbox*& box = inboxes_[node][gpu];
+    const int gpus = p_.layout.gpus_per_node;
+    if (inboxes_.empty()) inboxes_.assign(nodes_, std::vector<sg4::Mailbox*>(gpus + 1, nullptr));
+    sg4::Mailbox*& box = inboxes_[node][gpu < 0 ? gpus : gpu];
     if (box) return box;
     box = sg4::Mailbox::by_name(fmt::format("node{}-gpu{}-inbox", node, gpu));
     sg4::Mailbox* b = box;
-    auto drain = sg4::Actor::create(fmt::format("node{}-gpu{}-receiver", node, gpu), plat_.gpu[node][gpu], [b] {
+    auto drain = sg4::Actor::create(fmt::format("node{}-gpu{}-receiver", node, gpu), host_of(node, gpu), [b] {
       for (;;) b->get<char>();
     });
     drain->daemonize();
@@ -183,11 +226,11 @@ class Run {
       for (int i = 1; i < members; ++i) rv->started->release();
     }
     std::vector<sg4::CommPtr> comms;
-    for (const FlowSpec& f : collective_flows(cost.estimate, ctx_, n, ring)) {
+    for (const FlowSpec& f : flows_of(cost.estimate, n, ring)) {
       if (f.bytes <= 0) continue;
       // The flow leaves from its GPU's host: the sending actor moves there (a comm's route is fixed
       // when it starts), and lands at once in the destination GPU's inbox (see inbox()).
-      sg4::this_actor::set_host(plat_.gpu[f.src_node][f.src_gpu]);
+      sg4::this_actor::set_host(host_of(f.src_node, f.src_gpu));
       comms.push_back(inbox(f.dst_node, f.dst_gpu)->put_async(&kPayload, uint64_t(f.bytes)));
     }
     flows_ += comms.size();

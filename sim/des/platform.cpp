@@ -29,6 +29,7 @@ Platform build_platform(const ClusterTopology& t, double compute_speed, double i
   Platform p;
   p.gpu.resize(t.nodes);
   p.compute.resize(t.nodes);
+  p.nics.resize(t.nodes);
   auto* core = sg4::create_full_zone("core");
   std::vector<sg4::NetZone*> leaf_zone(t.leaves);
   std::vector<std::vector<int>> nodes_of_leaf(t.leaves);
@@ -48,6 +49,7 @@ Platform build_platform(const ClusterTopology& t, double compute_speed, double i
       gateway[n] = z->create_router(fmt::format("node{}-gw", n));
       const int g = t.gpus_per_node;
       std::vector<sg4::SplitDuplexLink*> nvlink(g), nic(t.nic_links);
+      std::vector<double> nic_rate(t.nic_links, 0.0);
       for (int i = 0; i < g; ++i) {
         p.gpu[n].push_back(z->create_host(fmt::format("node{}-gpu{}", n, i), 1.0));
         size_t sw = boost::adjacent_vertices(t.gpu[n][i], G).first[0];
@@ -59,8 +61,14 @@ Platform build_platform(const ClusterTopology& t, double compute_speed, double i
         size_t pcie = 0;
         for (auto [ai, ae] = boost::adjacent_vertices(t.nic[n][k], G); ai != ae; ++ai)
           if (G[*ai].kind == VertexKind::PcieSwitch) pcie = *ai;
-        nic[k] = duplex(z, fmt::format("node{}-nic{}", n, k), edge_rate(t, t.nic[n][k], pcie));
+        nic_rate[k] = edge_rate(t, t.nic[n][k], pcie);
+        nic[k] = duplex(z, fmt::format("node{}-nic{}", n, k), nic_rate[k]);
       }
+      double nic_sum = 0;
+      for (double r : nic_rate) nic_sum += r;
+      p.nics[n] = z->create_host(fmt::format("node{}-nics", n), 1.0);
+      z->add_route(p.nics[n]->get_netpoint(), gateway[n], nullptr, nullptr,
+                   {sg4::LinkInRoute(duplex(z, fmt::format("node{}-nics-all", n), nic_sum), Dir::UP)}, true);
       p.compute[n] = z->create_host(fmt::format("node{}-compute", n),
                                     std::vector<double>{compute_speed, compute_speed * (1.0 - interference)});
       for (int i = 0; i < g; ++i) {

@@ -16,6 +16,9 @@ namespace micsim::des {
 struct Platform {
   std::vector<std::vector<simgrid::s4u::Host*>> gpu;  // [node][local gpu]
   std::vector<simgrid::s4u::Host*> compute;           // one per node: runs the compute stream
+  // One per node: the endpoint of its NICs taken together (a link of their summed rate to the
+  // node's gateway), for flows that use every NIC link of the node alike (see des_engine.cpp).
+  std::vector<simgrid::s4u::Host*> nics;
 };
 
 // Configures the network model for exact alpha-beta behaviour and builds the zones.
