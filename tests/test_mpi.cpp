@@ -25,6 +25,15 @@ std::string mpirun(int ranks) {
          " --mca btl self,vader --mca btl_vader_single_copy_mechanism none " + MICSIM_BINARY + " ";
 }
 
+// The scenario as s.yaml in `dir`; returns its path.
+std::string scenario_in(const std::string& dir) {
+  const std::string path = dir + "/s.yaml";
+  FILE* f = std::fopen(path.c_str(), "w");
+  std::fputs(kScenario, f);
+  std::fclose(f);
+  return path;
+}
+
 bool mpi_available() {
 #ifdef MICSIM_SANITIZED
   MESSAGE("skipped: an instrumented build (Open MPI itself is not instrumented and reports its own allocations)");
@@ -45,11 +54,7 @@ bool mpi_available() {
 
 TEST_CASE("MPI: a plan over 3 ranks writes the bytes of a plan in one process") {
   if (!mpi_available()) return;
-  const std::string dir = temp_dir("mpi");
-  const std::string s = dir + "/s.yaml";
-  FILE* f = std::fopen(s.c_str(), "w");
-  std::fputs(kScenario, f);
-  std::fclose(f);
+  const std::string dir = temp_dir("mpi"), s = scenario_in(dir);
   const std::string args = "plan " + s + " --nodes 2,4,8,16 --micro-batches 4,8 --refine 5 --csv ";
   Cmd one = run_shell(std::string(MICSIM_BINARY) + " " + args + dir + "/one.csv --json " + dir + "/one.json 2>/dev/null");
   Cmd three = run_shell(mpirun(3) + args + dir + "/three.csv --json " + dir + "/three.json 2>/dev/null");
@@ -73,11 +78,7 @@ TEST_CASE("MPI: a plan over 3 ranks writes the bytes of a plan in one process") 
 
 TEST_CASE("MPI: a SimGrid sweep over 2 ranks gives one process's rows; errors are reported once") {
   if (!mpi_available()) return;
-  const std::string dir = temp_dir("mpi-sweep");
-  const std::string s = dir + "/s.yaml";
-  FILE* f = std::fopen(s.c_str(), "w");
-  std::fputs(kScenario, f);
-  std::fclose(f);
+  const std::string dir = temp_dir("mpi-sweep"), s = scenario_in(dir);
   const std::string args = "sweep " + s + " --vary cluster.nodes=2,4,8 --vary strategy.partition_size=8,16 --engine simgrid --json ";
   Cmd one = run_shell(std::string(MICSIM_BINARY) + " " + args + dir + "/one.json -q 2>/dev/null");
   Cmd two = run_shell(mpirun(2) + args + dir + "/two.json -q 2>/dev/null");
