@@ -123,8 +123,9 @@ int bench_large() {
     des::DesOutcome out;
     SimulationResult rs = simulate_simgrid(ps, false, &out);
     const double an = simulate_analytic(ps).iteration_time_s;
-    fmt::print("  simgrid,  {:>5} GPUs: {:>9} flows, wall {:>7.1f} s, child peak {:>6.1f} MiB; step {:.3f} s ({:+.2f} % vs analytic)\n",
-               s.world_size(), out.flows, out.wall_s, out.peak_rss_kib / 1024.0, rs.iteration_time_s, 100 * (rs.iteration_time_s / an - 1));
+    fmt::print("  simgrid,  {:>5} GPUs: {:>9} flows, {:>9} events, wall {:>7.1f} s ({:.1f} us per event), child peak {:>6.1f} MiB; step {:.3f} s ({:+.2f} % vs analytic)\n",
+               s.world_size(), out.flows, out.events, out.wall_s, 1e6 * out.wall_s / double(std::max<size_t>(1, out.events)),
+               out.peak_rss_kib / 1024.0, rs.iteration_time_s, 100 * (rs.iteration_time_s / an - 1));
   }
   return 0;
 }

@@ -86,8 +86,8 @@ Runner add_simulate(CLI::App& app) {
         for (size_t n = 0; n < details.nodes.size(); ++n) nodes.push_back({int(n), &details.nodes[n]});
         trace = chrome_trace(prep, nodes, "simgrid");
       }
-      r.sources.push_back(fmt::format("simgrid engine: {} nodes, {} flows, {:.2f} s wall, {} MiB peak memory; critical node {}",
-                                      sc.cluster.nodes, details.flows, details.wall_s, details.peak_rss_kib / 1024,
+      r.sources.push_back(fmt::format("simgrid engine: {} nodes, {} flows, {} events, {:.2f} s wall, {} MiB peak memory; critical node {}",
+                                      sc.cluster.nodes, details.flows, details.events, details.wall_s, details.peak_rss_kib / 1024,
                                       details.critical_node));
     }
     if (!o->trace.empty()) write_output_file(o->trace, trace);

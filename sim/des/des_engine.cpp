@@ -78,6 +78,7 @@ class Run {
 
   std::vector<NodeState>& state() { return state_; }
   size_t flows() const { return flows_; }
+  size_t events() const { return events_; }
 
  private:
   const PreparedSimulation& p_;
@@ -91,7 +92,7 @@ class Run {
   std::map<std::pair<uint32_t, int>, std::shared_ptr<Rendezvous>> rendezvous_;
   FlowContext ctx_;
   std::vector<double> compute_factor_;
-  size_t flows_ = 0;
+  size_t flows_ = 0, events_ = 0;
   bool merge_nic_flows_ = false;
   std::vector<std::vector<sg4::Mailbox*>> inboxes_;  // [node][gpu, then the node's NICs], made on first use
 
@@ -185,10 +186,10 @@ class Run {
       state_[n].start[t] = sg4::Engine::get_clock();
       if (task.stream == StreamId::Compute) {
         const double seconds = p_.costs.compute_s[task.op] * compute_factor_[n];
-        if (seconds > 0) plat_.compute[n]->exec_init(seconds * speed_)->wait();
+        if (seconds > 0) plat_.compute[n]->exec_init(seconds * speed_)->wait(), ++events_;
       } else if (is_compute(task.kind)) {
         // A copy on a communication stream (hierarchical gather, step 2): device memory, no network.
-        sg4::this_actor::sleep_for(p_.costs.compute_s[task.op]);
+        sg4::this_actor::sleep_for(p_.costs.compute_s[task.op]), ++events_;
       } else {
         collective(n, t);
       }
@@ -234,6 +235,7 @@ class Run {
       comms.push_back(inbox(f.dst_node, f.dst_gpu)->put_async(&kPayload, uint64_t(f.bytes)));
     }
     flows_ += comms.size();
+    events_ += comms.size() + 1;  // the flows and the rendezvous
     for (auto& c : comms) c->wait();
     if (++rv->done < members) {
       rv->finished->acquire();
@@ -293,6 +295,7 @@ DesOutcome run_simgrid(const PreparedSimulation& p, const DesOptions& opt) {
   if (opt.keep_all_timelines)
     for (const auto& s : st) out.nodes.push_back(timeline_of(p.graph, s));
   out.flows = run.flows();
+  out.events = run.events();
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return out;
 }

@@ -28,6 +28,7 @@ struct DesOutcome {
   double wall_s = 0;                // host time spent simulating
   long peak_rss_kib = 0;            // of the simulating process
   size_t flows = 0;                 // network activities created
+  size_t events = 0;                // activities the engine resolved: flows, compute, waits
 };
 
 // Runs in the calling process: SimGrid allows one engine per process, so use run_isolated().
