@@ -76,17 +76,17 @@ TEST_CASE("MPI: a plan over 3 ranks writes the bytes of a plan in one process") 
   run_shell("rm -rf " + dir);
 }
 
-TEST_CASE("MPI: a SimGrid sweep over 2 ranks gives one process's rows; errors are reported once") {
+TEST_CASE("MPI: a SimGrid sweep over 3 ranks gives one process's rows; errors are reported once") {
   if (!mpi_available()) return;
   const std::string dir = temp_dir("mpi-sweep"), s = scenario_in(dir);
   const std::string args = "sweep " + s + " --vary cluster.nodes=2,4,8 --vary strategy.partition_size=8,16 --engine simgrid --json ";
   Cmd one = run_shell(std::string(MICSIM_BINARY) + " " + args + dir + "/one.json -q 2>/dev/null");
-  Cmd two = run_shell(mpirun(2) + args + dir + "/two.json -q 2>/dev/null");
+  Cmd three = run_shell(mpirun(3) + args + dir + "/three.json -q 2>/dev/null");
   REQUIRE(one.status == 0);
-  REQUIRE(two.status == 0);
+  REQUIRE(three.status == 0);
   const std::string j1 = read_text(dir + "/one.json");
   CHECK(j1.find("\"engine\": \"simgrid\"") != std::string::npos);
-  CHECK(read_text(dir + "/two.json") == j1);
+  CHECK(read_text(dir + "/three.json") == j1);
   // A bad value is the same error on every rank: exit status 2, said once.
   Cmd bad = run_shell(mpirun(3) + "plan " + s + " --set strategy.partition_size=7 2>&1");
   CHECK(bad.status == 2);
