@@ -47,6 +47,13 @@ bool mpi_available() {
     MESSAGE("skipped: no mpirun on this machine (install openmpi-bin)");
     return false;
   }
+  // A machine where Open MPI cannot start two local ranks at all (some containers) is not a
+  // failure of micsim: say so loudly, with Open MPI's own message.
+  Cmd probe = run_shell(mpirun(2) + "--version 2>&1");
+  if (probe.status != 0) {
+    MESSAGE("SKIPPED: mpirun is installed but cannot start 2 local ranks here:\n" << probe.output);
+    return false;
+  }
   return true;
 }
 
