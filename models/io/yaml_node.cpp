@@ -2,7 +2,11 @@
 
 #include "models/io/input_file.hpp"
 
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
+
 #include <map>
+#include <sstream>
 
 #include <cmath>
 #include <fmt/format.h>
@@ -41,24 +45,60 @@ void reject_duplicate_keys(const YAML::Node& n, const std::string& file, int dep
   }
 }
 
+// Counts a stream's documents without building them, to find a second one. yaml-cpp 0.7's LoadAll
+// can loop forever, building empty documents, on some malformed input (a line starting with ',' was
+// found by the fuzzer): the parser stops advancing. Each real document consumes at least one
+// character, so more documents than characters means it stopped, and the input is refused.
+class DocumentCounter : public YAML::EventHandler {
+ public:
+  int documents = 0;
+  bool has_content = false;  // in the current document: more than an empty (null) node
+  YAML::Mark content;        // where that content starts
+  void OnDocumentStart(const YAML::Mark&) override { ++documents, has_content = false; }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t) override { saw(m); }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t, const std::string&) override { saw(m); }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override { saw(m); }
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override { saw(m); }
+  void OnMapEnd() override {}
+
+ private:
+  void saw(const YAML::Mark& m) {
+    if (!has_content) content = m;
+    has_content = true;
+  }
+};
+
+// Throws if `text` holds a second document with content, or if the parser stops advancing.
+void require_one_document(const std::string& text, const std::string& shown_name) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentCounter counter;
+  while (parser.HandleNextDocument(counter)) {
+    if (counter.documents > 1 && counter.has_content)
+      throw InputError(mark_location(shown_name, counter.content), "", "a second YAML document ('---'); give one document per file");
+    if (size_t(counter.documents) > text.size() + 1)
+      throw InputError(SourceLocation{shown_name, 1, 1}, "", "invalid YAML: not a YAML document (the parser makes no progress)");
+  }
+}
+
 }  // namespace
 
 YamlNode YamlNode::load_string(const std::string& text, const std::string& shown_name) {
   auto src = std::make_shared<YamlSource>();
   src->file = shown_name;
-  std::vector<YAML::Node> docs;
+  YAML::Node root;
   try {
-    docs = YAML::LoadAll(text);
+    // One document per file: a second one ("---" and more keys) would otherwise be ignored.
+    require_one_document(text, shown_name);
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     std::string msg = e.msg;
     if (msg == "bad file" || msg.find("depth") != std::string::npos) msg = "nested too deeply (or not a YAML document)";
     throw InputError(mark_location(shown_name, e.mark), "", "invalid YAML: " + msg);
   }
-  // One document per file: a second one ("---" and more keys) would otherwise be ignored.
-  for (size_t i = 1; i < docs.size(); ++i)
-    if (docs[i] && !docs[i].IsNull())
-      throw InputError(mark_location(shown_name, docs[i].Mark()), "", "a second YAML document ('---'); give one document per file");
-  YAML::Node root = docs.empty() ? YAML::Node() : docs.front();
   reject_duplicate_keys(root, shown_name, 0);
   return YamlNode(root, "", src);
 }
