@@ -71,6 +71,17 @@ class DocumentCounter : public YAML::EventHandler {
   }
 };
 
+// A line starting "---" or "..." (where documents start and end).
+bool has_document_marker(const std::string& text) {
+  for (size_t at = 0; at < text.size();) {
+    if (text.compare(at, 3, "---") == 0 || text.compare(at, 3, "...") == 0) return true;
+    const size_t nl = text.find('\n', at);
+    if (nl == std::string::npos) break;
+    at = nl + 1;
+  }
+  return false;
+}
+
 // Throws if `text` holds a second document with content, or if the parser stops advancing.
 void require_one_document(const std::string& text, const std::string& shown_name) {
   std::istringstream in(text);
@@ -91,9 +102,12 @@ YamlNode YamlNode::load_string(const std::string& text, const std::string& shown
   src->file = shown_name;
   YAML::Node root;
   try {
-    // One document per file: a second one ("---" and more keys) would otherwise be ignored.
-    require_one_document(text, shown_name);
     root = YAML::Load(text);
+    // One document per file: a second one ("---" and more keys) would otherwise be ignored. Only a
+    // text with a document marker line can hold one, and only an empty first document can hide a
+    // parser that stopped: the second pass is skipped for ordinary scenarios (parsed once per
+    // plan candidate).
+    if (!root || root.IsNull() || has_document_marker(text)) require_one_document(text, shown_name);
   } catch (const YAML::Exception& e) {
     std::string msg = e.msg;
     if (msg == "bad file" || msg.find("depth") != std::string::npos) msg = "nested too deeply (or not a YAML document)";
