@@ -95,14 +95,27 @@ void refine_with_simgrid(const std::vector<Evaluation*>& evals, int parallel, co
   }, [&] { if (progress) progress->poll(); });
   if (progress) progress->done();
   if (ranks::size() == 1) return;
-  std::vector<std::pair<size_t, std::string>> sent;
-  for (size_t i : mine) sent.emplace_back(i, to_exact_json(*evals[i]->simgrid).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  const auto all = ranks::all_gather_indexed(evals.size(), sent);
-  for (size_t i = 0; i < evals.size(); ++i) {
+  std::map<size_t, const SimulationResult*> sent;
+  for (size_t i : mine) sent[i] = &*evals[i]->simgrid;
+  for (auto& [i, r] : all_gather_results(evals.size(), sent)) {
     if (ranks::owns(i)) continue;
-    evals[i]->simgrid = result_from_json(nlohmann::json::parse(all[i]));
+    evals[i]->simgrid = std::move(r);
     if (on_refined) on_refined(i);
   }
+}
+
+std::map<size_t, SimulationResult> all_gather_results(size_t n, const std::map<size_t, const SimulationResult*>& mine) {
+  std::map<size_t, SimulationResult> out;
+  if (ranks::size() == 1) {
+    for (const auto& [i, r] : mine) out[i] = *r;
+    return out;
+  }
+  std::vector<std::pair<size_t, std::string>> sent;
+  for (const auto& [i, r] : mine) sent.emplace_back(i, to_exact_json(*r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  const auto all = ranks::all_gather_indexed(n, sent);
+  for (size_t i = 0; i < all.size(); ++i)
+    if (!all[i].empty()) out[i] = result_from_json(nlohmann::json::parse(all[i]));
+  return out;
 }
 
 }  // namespace micsim

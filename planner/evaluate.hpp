@@ -4,6 +4,7 @@
 // simulated with the analytic engine on every core; optionally re-simulated with the SimGrid engine.
 // Results come back in variant order, so output never depends on thread timing.
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,5 +44,9 @@ void refine_with_simgrid(const std::vector<Evaluation*>& evals, int parallel, co
                          const std::function<void(size_t)>& on_refined = {});
 
 int default_threads();
+
+// MPI: each rank passes the results it holds, by index (< n); every rank gets all of them, exact to
+// the bit (to_exact_json). With one rank it returns its input.
+std::map<size_t, SimulationResult> all_gather_results(size_t n, const std::map<size_t, const SimulationResult*>& mine);
 
 }  // namespace micsim

@@ -465,12 +465,9 @@ PlanResult run_plan(const std::string& path, const std::vector<std::string>& bas
     std::map<size_t, SimulationResult> saved;
     if (ranks::is_root()) saved = ck.load(variants.size());
     if (ranks::size() > 1) {
-      std::vector<std::pair<size_t, std::string>> held;
-      for (const auto& [i, r] : saved) held.emplace_back(i, to_exact_json(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-      const auto all = ranks::all_gather_indexed(variants.size(), held);
-      if (!ranks::is_root())
-        for (size_t i = 0; i < all.size(); ++i)
-          if (!all[i].empty()) saved[i] = result_from_json(nlohmann::json::parse(all[i]));
+      std::map<size_t, const SimulationResult*> held;
+      for (const auto& [i, r] : saved) held[i] = &r;
+      saved = all_gather_results(variants.size(), held);
     }
     std::vector<Evaluation*> todo;
     std::vector<size_t> todo_index;

@@ -107,9 +107,9 @@ std::vector<double*> rounded_memory_fields(MemoryEstimate& m) {
 
 nlohmann::json to_exact_json(const SimulationResult& r) {
   nlohmann::json j = to_json(r);
-  SimulationResult copy = r;
+  MemoryEstimate m = r.memory;  // (the field list takes a mutable estimate: one list for both directions)
   nlohmann::json mem = nlohmann::json::array(), colls = nlohmann::json::array();
-  for (double* v : rounded_memory_fields(copy.memory)) mem.push_back(*v);
+  for (double* v : rounded_memory_fields(m)) mem.push_back(*v);
   for (const auto& c : r.collectives)
     colls.push_back({c.estimate.bytes, c.estimate.intra_bytes_per_gpu, c.estimate.inter_bytes_per_node});
   j["exact"] = {{"memory", mem}, {"collectives", colls}};
