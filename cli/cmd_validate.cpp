@@ -13,6 +13,7 @@
 #include "models/io/json_text.hpp"
 #include "sim/report/report.hpp"
 #include "validation/collective_validation.hpp"
+#include "validation/megatron_validation.hpp"
 #include "validation/training_corpus.hpp"
 #include "validation/training_validation.hpp"
 
@@ -121,12 +122,76 @@ int run_corpus_validation(const std::string& dir, bool held_out, const std::stri
   return 0;
 }
 
+// Megatron-LM (3-D parallel) published runs: per row, the predicted iteration time (or TFLOP/s per GPU,
+// MFU) against the published one; per source and metric kind, MAPE and mean signed error. Nothing is
+// fitted on these rows.
+int run_megatron_validation(const std::string& dir, const std::string& json_path, bool quiet) {
+  OutputPlan outputs;
+  outputs.output("--json", json_path);
+  const auto rows = load_megatron_rows(dir);
+  const auto preds = predict_megatron(rows);
+  std::string text = fmt::format("Megatron-LM published runs {}: {} rows read, {} compared (no constant fitted on them: out of sample)\n", dir,
+                                 rows.size(), preds.size());
+  nlohmann::json j;
+  nlohmann::json jr = nlohmann::json::array();
+  std::map<std::string, std::vector<double>> groups;
+  if (!quiet) text += fmt::format("  {:<40}{:>16}{:>11}{:>11}{:>9}{:>10}{:>10}  {}\n", "row", "metric", "published", "predicted", "error",
+                                  "pub s", "pred s", "assumed");
+  for (const auto& p : preds) {
+    const MegatronRow& r = *p.row;
+    const bool memory = r.metric.find("memory") != std::string::npos;
+    const std::string source = r.id.substr(0, r.id.find('-'));
+    groups[source + (memory ? " activation memory" : " step time / throughput")].push_back(p.error());
+    std::string notes;
+    for (const auto& a : r.assumptions) notes += (notes.empty() ? "" : "; ") + a;
+    if (!p.fits) notes += (notes.empty() ? "" : "; ") + std::string("micsim: does not fit in memory");
+    if (!quiet)
+      text += fmt::format("  {:<40}{:>16}{:>11.2f}{:>11.2f}{:>+8.1f}%{:>10.2f}{:>10.2f}  {}\n", r.id.substr(0, 39), r.metric, r.published,
+                          p.predicted, 100 * p.error(), r.published_time_s, p.predicted_time_s, notes);
+    jr.push_back({{"id", r.id}, {"file", r.file}, {"line", r.line}, {"source", r.source}, {"table", r.table}, {"metric", r.metric},
+                  {"tp", r.tp}, {"pp", r.pp}, {"dp", r.dp}, {"virtual_stages", r.virtual_stages}, {"strategy", r.strategy},
+                  {"published", r.published}, {"predicted", p.predicted}, {"error", p.error()},
+                  {"published_iteration_time_s", r.published_time_s}, {"predicted_iteration_time_s", p.predicted_time_s},
+                  {"peak_memory_gib", p.peak_memory_gib}, {"fits", p.fits}, {"assumptions", r.assumptions}});
+  }
+  if (!quiet)
+    for (const auto& r : rows)
+      if (!r.skip_reason.empty()) text += fmt::format("  {:<40} not compared: {}\n", r.id.substr(0, 39), r.skip_reason);
+  text += "summary (error = predicted / published - 1):\n";
+  nlohmann::json js = nlohmann::json::array();
+  std::vector<double> all_time;
+  for (const auto& [g, errs] : groups) {
+    double mape = 0, signed_sum = 0, worst = 0;
+    for (double e : errs) mape += std::fabs(e), signed_sum += e, worst = std::max(worst, std::fabs(e));
+    mape /= double(errs.size()), signed_sum /= double(errs.size());
+    if (g.find("memory") == std::string::npos) all_time.insert(all_time.end(), errs.begin(), errs.end());
+    text += fmt::format("  {:<36}{:>4} rows  MAPE {:5.1f} %  mean signed {:+5.1f} %  worst {:5.1f} %\n", g, errs.size(), 100 * mape,
+                        100 * signed_sum, 100 * worst);
+    js.push_back({{"group", g}, {"rows", errs.size()}, {"mape", mape}, {"mean_signed_error", signed_sum}, {"worst_abs_error", worst}});
+  }
+  if (!all_time.empty()) {
+    double mape = 0, signed_sum = 0;
+    for (double e : all_time) mape += std::fabs(e), signed_sum += e;
+    mape /= double(all_time.size()), signed_sum /= double(all_time.size());
+    const auto s = summarize_errors(all_time);
+    text += fmt::format("  {:<36}{:>4} rows  MAPE {:5.1f} %  mean signed {:+5.1f} %  median {:.1f} %  p90 {:.1f} %\n", "all step time / throughput",
+                        all_time.size(), 100 * mape, 100 * signed_sum, 100 * s.median_abs, 100 * s.p90_abs);
+    j["mape"] = mape;
+    j["mean_signed_error"] = signed_sum;
+  }
+  j["rows"] = jr;
+  j["groups"] = js;
+  if (!json_path.empty()) write_output_file(json_path, json_text(versioned(j, "validate")));
+  if (json_path != "-") write_stdout(text);
+  return 0;
+}
+
 }  // namespace
 
 Runner add_validate(CLI::App& app) {
   struct Opts {
     std::vector<std::string> datasets;
-    std::string instance, json, calibration, op, corpus, bands;
+    std::string instance, json, calibration, op, corpus, bands, megatron;
     bool quiet = false, held_out = false;
     int threads = 0;
   };
@@ -135,6 +200,8 @@ Runner add_validate(CLI::App& app) {
   cmd->add_option("dataset", o->datasets, "nccl-tests CSV rows or logs, the MosaicML table, training-results.csv");
   cmd->add_option("--corpus", o->corpus, "The training-throughput corpus directory (validation/data/training-corpus): "
                                          "every published run vs micsim on tokens/s per GPU");
+  cmd->add_option("--megatron", o->megatron, "The Megatron-LM published runs (validation/data/megatron): tensor/pipeline/sequence-"
+                                             "parallel step times and TFLOP/s per GPU vs micsim");
   cmd->add_option("--threads", o->threads, "Worker threads (default: every core)")->check(CLI::Range(0, 1024));
   cmd->add_option("--write-bands", o->bands, "With --corpus --leave-one-source-out: write the 90 % error bands (YAML, the format of "
                                              "models/catalog/error_bands.yaml) to FILE");
@@ -146,8 +213,9 @@ Runner add_validate(CLI::App& app) {
   cmd->add_flag("--leave-one-source-out", o->held_out,
                 "nccl-tests: score each source with network terms fitted on the other sources only (per fabric, by node count)");
   return [o]() -> int {
-    if (o->datasets.empty() && o->corpus.empty())
-      throw InputError({"micsim validate", 0, 0}, "", "give datasets (nccl-tests, MosaicML, training-results) or --corpus DIR");
+    if (o->datasets.empty() && o->corpus.empty() && o->megatron.empty())
+      throw InputError({"micsim validate", 0, 0}, "", "give datasets (nccl-tests, MosaicML, training-results), --corpus DIR or --megatron DIR");
+    if (!o->megatron.empty()) return run_megatron_validation(o->megatron, o->json, o->quiet);
     if (!o->bands.empty() && (o->corpus.empty() || !o->held_out))
       throw InputError({"--write-bands", 0, 0}, "", "needs --corpus DIR and --leave-one-source-out (the bands are out-of-sample residuals)");
     if (!o->corpus.empty()) return run_corpus_validation(o->corpus, o->held_out, o->json, o->bands, o->quiet, o->threads);

@@ -24,10 +24,13 @@ PreparedSimulation prepare_simulation(const Scenario& sc, const PrepareOptions& 
   wo.fp8 = sc.training.fp8;
   wo.checkpointing = sc.training.checkpointing;
   wo.checkpoint_every = sc.training.checkpoint_every;
+  wo.mp = sc.parallelism;
   p.workload = build_workload(sc.model, wo);
-  p.layout = make_layout(sc.strategy, sc.cluster.nodes, sc.cluster.instance.gpus_per_node);
+  p.layout = make_layout(sc.strategy, sc.cluster.nodes, sc.cluster.instance.gpus_per_node, sc.parallelism);
   p.sharding = make_sharding(sc.strategy, p.layout, p.workload);
-  p.memory = estimate_memory(p.workload, p.sharding, {sc.training.checkpointing, sc.training.checkpoint_every, sc.training.flash_attention},
+  p.memory = estimate_memory(p.workload, p.sharding,
+                             {sc.training.checkpointing, sc.training.checkpoint_every, sc.training.flash_attention,
+                              sc.parallelism.in_flight_micro_batches(sc.grad_accumulation_steps())},
                              sc.training.optimizer, sc.cluster.instance.gpu.memory_bytes);
   p.network = NetworkParams::from_instance(sc.cluster.instance);
   sc.calibration.apply(p.network);

@@ -20,6 +20,21 @@ double block_activation_bytes(const ModelSpec& m, int64_t b, int64_t s, Precisio
   return attention + mlp + norms;
 }
 
+double rank_block_activation_bytes(const ModelSpec& m, int64_t b, int64_t s, Precision p, bool flash, const ModelParallelism& mp) {
+  if (mp.tp == 1 && mp.cp == 1) return block_activation_bytes(m, b, s, p, flash);
+  const double e = bytes_per_element(p);
+  const double sb = double(s / mp.cp) * double(b), h = double(m.hidden), f = double(m.ffn), kv = double(m.kv_dim());
+  const double mask = m.dropout ? 1.0 : 0.0;
+  const double tp = mp.tp, hsplit = mp.sequence_parallel ? tp : 1.0;
+  // Whole hidden vectors: attention and MLP inputs, two norms' inputs, two dropout masks.
+  const double replicated = e * sb * h * 2 + 2 * mask * sb * h + 2.0 * e * sb * h;
+  // Inside the tensor-parallel region: Q, K, V, the output projection's input, the MLP's inner activations.
+  double split = e * sb * ((h + kv) + kv + h) + e * sb * (m.gated_mlp() ? 3.0 : 2.0) * f;
+  const double sq = double(m.heads) * double(s / mp.cp) * double(s) * double(b);
+  split += flash ? 4.0 * m.heads * sb : sq * (e + (m.dropout ? e + 1.0 : 0.0));
+  return replicated / hsplit + split / tp;
+}
+
 double attention_core_activation_bytes(const ModelSpec& m, int64_t b, int64_t s, Precision p, bool flash) {
   const double e = bytes_per_element(p);
   const double sb = double(s) * double(b);
@@ -27,11 +42,11 @@ double attention_core_activation_bytes(const ModelSpec& m, int64_t b, int64_t s,
   return flash ? 4.0 * m.heads * sb : sq * (e + (m.dropout ? e + 1.0 : 0.0));
 }
 
-double head_activation_bytes(const ModelSpec& m, int64_t b, int64_t s, Precision p) {
+double head_activation_bytes(const ModelSpec& m, int64_t b, int64_t s, Precision p, const ModelParallelism& mp) {
   const double e = bytes_per_element(p);
-  const double sb = double(s) * double(b);
-  double logits = sb * double(m.vocab) * (e + 4.0);  // logits, then fp32 softmax for the loss
-  double extra = e * sb * m.hidden * (m.encoder_head != EncoderHead::None ? 4.0 : 1.0);  // final norm / MLM transform
+  const double sb = double(s / mp.cp) * double(b);
+  double logits = sb * double(m.vocab / mp.tp) * (e + 4.0);  // logits, then fp32 softmax for the loss (vocabulary-parallel)
+  double extra = e * sb * m.hidden * (m.encoder_head != EncoderHead::None ? 4.0 : 1.0) / (mp.sequence_parallel ? mp.tp : 1);  // final norm / MLM transform
   double embedding = (m.dropout ? 1.0 : 0.0) * sb * m.hidden;  // embedding dropout mask
   return logits + extra + embedding;
 }
@@ -49,7 +64,7 @@ double optimizer_bytes_per_param(Optimizer opt, Precision p) {
 MemoryEstimate estimate_memory(const Workload& w, const ShardingSpec& s, const ActivationOptions& a,
                                Optimizer opt, double capacity) {
   MemoryEstimate m;
-  const double psi = double(w.params.total);
+  const double psi = double(w.rank_params);  // what this rank holds before data-parallel sharding
   const Precision prec = w.options.precision;
   const double pe = bytes_per_element(prec);  // parameters and gradients in the training precision
   m.params_bytes = pe * psi / s.param_shards;
@@ -60,29 +75,35 @@ MemoryEstimate estimate_memory(const Workload& w, const ShardingSpec& s, const A
   // Activations of one micro-batch (accumulation frees them between micro-steps).
   const ModelSpec& md = w.model;
   const int64_t b = w.options.micro_batch, sl = w.options.seq_len;
-  const double block = block_activation_bytes(md, b, sl, prec, a.flash_attention);
-  const double layer_input = pe * double(sl) * double(b) * md.hidden;
-  double blocks = md.layers * block;
+  const ModelParallelism& mp = w.options.mp;
+  const double block = rank_block_activation_bytes(md, b, sl, prec, a.flash_attention, mp);
+  const double layer_input = pe * double(sl / mp.cp) * double(b) * md.hidden / (mp.sequence_parallel ? mp.tp : 1);
+  const int layers = w.stage_layers > 0 ? w.stage_layers : md.layers;
+  // Per micro-batch: what the blocks keep until their backward (`stored`), and what exists only while
+  // one block is recomputed (`transient`, once, however many micro-batches a pipeline stage holds).
+  double stored = layers * block, transient = 0;
   switch (a.checkpointing) {
     case Checkpointing::None: break;
-    case Checkpointing::Full: blocks = md.layers * layer_input + block; break;  // inputs, plus one block being recomputed
+    case Checkpointing::Full: stored = layers * layer_input, transient = block; break;  // inputs, plus one block being recomputed
     case Checkpointing::SelectiveOp: {
-      const double core = attention_core_activation_bytes(md, b, sl, prec, a.flash_attention);
-      blocks = md.layers * (block - core) + core;
+      double core = attention_core_activation_bytes(md, b, sl, prec, a.flash_attention);
+      if (!mp.none()) core = core / mp.tp / mp.cp;  // heads split by tp, queries by cp
+      stored = layers * (block - core), transient = core;
       break;
     }
     case Checkpointing::SelectiveLayer: {
       int checkpointed = 0;
-      for (int l = 0; l < md.layers; ++l) checkpointed += block_checkpointed(a.checkpointing, a.checkpoint_every, l);
-      blocks = checkpointed * layer_input + (md.layers - checkpointed) * block + (checkpointed > 0 ? block : 0.0);
+      for (int l = md.layers - layers; l < md.layers; ++l) checkpointed += block_checkpointed(a.checkpointing, a.checkpoint_every, l);
+      stored = checkpointed * layer_input + (layers - checkpointed) * block, transient = checkpointed > 0 ? block : 0.0;
       break;
     }
   }
-  m.activations_bytes = head_activation_bytes(md, b, sl, prec) + blocks;
+  const double blocks = a.in_flight_micro_batches * stored + transient;
+  m.activations_bytes = head_activation_bytes(md, b, sl, prec, mp) + blocks;
 
   // Buffers. Sharded strategies hold the unit being computed plus the prefetched ones, bounded by
   // max_live_parameters, and the full gradient of the unit until it is reduce-scattered.
-  double largest_unit = 0, block_params = double(w.params.per_layer);
+  double largest_unit = 0, block_params = double(w.rank_block_params);
   for (const auto& u : w.units) largest_unit = std::max(largest_unit, double(u.gather_params));
   const double live_params = std::max(largest_unit, std::min(largest_unit + s.prefetch_units * block_params, s.max_live_parameters));
   const double bucket = std::min(s.grad_bucket_elements, psi);

@@ -45,17 +45,24 @@ struct ActivationOptions {
   Checkpointing checkpointing = Checkpointing::None;  // what each block keeps (see Checkpointing)
   int checkpoint_every = 1;
   bool flash_attention = false;
+  double in_flight_micro_batches = 1;  // pipeline parallelism: micro-batches whose activations a stage holds
 };
 
 // Bytes of stored activations for one transformer block and one micro-batch (Korthikanti et al. 2022,
 // arXiv 2205.05198, generalised to GQA, SwiGLU, any FFN width, no dropout and fused attention).
 double block_activation_bytes(const ModelSpec& m, int64_t micro_batch, int64_t seq_len, Precision p, bool flash);
+// The same for one rank of a model-parallel group (Korthikanti et al. 2022, §4.2): the GEMM inputs and
+// outputs inside the tensor-parallel region and the attention scores split by tp; the norms, the block's
+// and MLP's inputs and the dropout masks (10·s·b·h bytes in 16-bit) split only with sequence
+// parallelism; context parallelism keeps s/cp of the tokens (and s/cp x s scores).
+double rank_block_activation_bytes(const ModelSpec& m, int64_t micro_batch, int64_t seq_len, Precision p, bool flash,
+                                   const ModelParallelism& mp);
 // The part of a block's activations that selective (attention-core) recomputation drops: the s x s
 // scores, softmax and dropout (5·a·s²·b bytes in 16-bit), or only the fp32 log-sum-exp with
 // FlashAttention (which is why selective recomputation saves little memory there).
 double attention_core_activation_bytes(const ModelSpec& m, int64_t micro_batch, int64_t seq_len, Precision p, bool flash);
 // Bytes kept for the embedding and head (logits in 16-bit plus the fp32 softmax of the loss).
-double head_activation_bytes(const ModelSpec& m, int64_t micro_batch, int64_t seq_len, Precision p);
+double head_activation_bytes(const ModelSpec& m, int64_t micro_batch, int64_t seq_len, Precision p, const ModelParallelism& mp = {});
 
 // Bytes per parameter of optimizer state (fp32 master copy when mixed precision, plus moments).
 double optimizer_bytes_per_param(Optimizer opt, Precision p);

@@ -57,25 +57,31 @@ static double eager_extra_bytes_per_token(const ModelSpec& m) {
   return 2 * (36 - 4) * h + (22 - 4) * (h + kv) + (10 - 6) * f;
 }
 
+// One block's forward on one rank. Tensor parallelism splits the GEMMs' output (column-parallel QKV and
+// MLP up) or input (row-parallel output projection and MLP down) dimension and the attention heads by
+// tp; the norms, residuals and dropout work on whole hidden vectors unless sequence parallelism splits
+// them along the sequence. Context parallelism gives the rank s/cp of the queries, attending to all s keys.
 static PassWork block_forward(const ModelSpec& m, const WorkloadOptions& o) {
-  const int64_t T = o.micro_batch * o.seq_len, h = m.hidden, f = m.ffn, s = o.seq_len;
+  const int tp = o.mp.tp, cp = o.mp.cp;
+  const int hsplit = o.mp.sequence_parallel && tp > 1 ? tp : 1;  // split of hidden-wide elementwise work
+  const int64_t T = o.micro_batch * o.seq_len / cp, h = m.hidden, f = m.ffn, s = o.seq_len;
   const double e = bytes_per_element(o.precision);
   PassWork w;
   w.fp8_gemms = o.fp8;
   w.causal = m.causal();
-  w.gemms.push_back({T, h + 2 * m.kv_dim(), h});             // fused QKV projection
-  w.gemms.push_back({T, h, h});                              // attention output projection
-  w.gemms.push_back({T, (m.gated_mlp() ? 2 : 1) * f, h});    // MLP up (+ gate)
-  w.gemms.push_back({T, h, f});                              // MLP down
+  w.gemms.push_back({T, (h + 2 * m.kv_dim()) / tp, h});         // fused QKV projection (column-parallel)
+  w.gemms.push_back({T, h, h / tp});                            // attention output projection (row-parallel)
+  w.gemms.push_back({T, (m.gated_mlp() ? 2 : 1) * f / tp, h});  // MLP up (+ gate) (column-parallel)
+  w.gemms.push_back({T, h, f / tp});                            // MLP down (row-parallel)
   // QK^T and P·V: 2·(2·s·s·head_dim) per head and sequence = 4·T·s·h (non-causal count).
-  w.attention_flops = 4.0 * double(T) * double(s) * double(h);
+  w.attention_flops = 4.0 * double(T) * double(s) * double(h) / tp;
   // Memory-bound traffic (read + write, element bytes): two norms (2·2Th), two residual adds (2·3Th),
   // bias+activation over the FFN (2Tf, SwiGLU 3Tf), dropout on two hidden tensors (2·2Th + masks).
-  double per_token = 4 * h + 6 * h + (m.gated_mlp() ? 3 : 2) * f + (m.dropout ? 5 * h : 0);
+  double per_token = (4 * h + 6 * h + (m.dropout ? 5 * h : 0)) / double(hsplit) + (m.gated_mlp() ? 3 : 2) * f / double(tp);
   w.elementwise_bytes = e * double(T) * per_token;
   if (!o.flash_attention) {
     // Scores written, softmax read+write, dropout read+write (+1-byte mask), probabilities read by P·V.
-    double sq = double(o.micro_batch) * m.heads * double(s) * double(s);
+    double sq = double(o.micro_batch) * (m.heads / tp) * double(s / cp) * double(s);
     w.elementwise_bytes += sq * (e * (m.dropout ? 6 : 4) + (m.dropout ? 1 : 0));
   }
   w.kernels = o.flash_attention ? 12 : 16;
@@ -89,15 +95,15 @@ static PassWork block_forward(const ModelSpec& m, const WorkloadOptions& o) {
     // torch.compile fuses the pointwise ops around the GEMMs and attention into a few Triton kernels.
     w.kernels = int(w.gemms.size()) + 1 + 4;
   } else {
-    w.eager_bytes = double(T) * eager_extra_bytes_per_token(m);
+    w.eager_bytes = double(T) * eager_extra_bytes_per_token(m) / tp;
     if (m.arch == Arch::Llama) w.kernels += 24;  // decomposed norms (2 x 6), rotary (~10), SwiGLU (2)
   }
   if (!o.fused_kernels) {
     // Eager PyTorch (minGPT-style): the tanh-GELU is ~8 elementwise kernels over the FFN activations
     // (7 more passes than a fused one), q/k/v and the attention output are transposed copies, and
     // unfused attention scales and masks the s x s scores in separate passes.
-    w.elementwise_bytes += e * double(T) * (7.0 * 2.0 * f + 4.0 * 2.0 * h);
-    if (!o.flash_attention) w.elementwise_bytes += e * 2.0 * 2.0 * double(o.micro_batch) * m.heads * double(s) * double(s);
+    w.elementwise_bytes += e * double(T) * (7.0 * 2.0 * f + 4.0 * 2.0 * h) / tp;
+    if (!o.flash_attention) w.elementwise_bytes += e * 2.0 * 2.0 * double(o.micro_batch) * (m.heads / tp) * double(s / cp) * double(s);
     w.kernels += 14;
   }
   return w;
@@ -139,30 +145,51 @@ std::vector<int64_t> block_tensors(const ModelSpec& m) {
   return t;
 }
 
+// The units of one rank. Without pipeline parallelism: the whole model. With pp stages the rank is one
+// of the last stage's GPUs: its L/pp blocks and the head (with tied embeddings, Megatron keeps a copy of
+// the word embedding there for the logits). The last stage sets the pipeline's pace: it does the
+// blocks' work plus the logits and the loss, where the first stage adds only an embedding lookup.
+// Tensor parallelism splits every weight by tp (vocabulary-parallel embedding and logits); the norms'
+// few weights are counted split too.
 Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt) {
   Workload w;
   w.model = model;
   w.params = count_params(model);
   w.options = opt;
-  const int64_t T = opt.micro_batch * opt.seq_len, h = model.hidden;
+  const ModelParallelism& mp = opt.mp;
+  const int tp = mp.tp, cp = mp.cp, pp = mp.pp;
+  const int hsplit = mp.sequence_parallel && tp > 1 ? tp : 1;
+  const int64_t T = opt.micro_batch * opt.seq_len / cp, h = model.hidden;
   const double e = bytes_per_element(opt.precision);
+  auto split = [&](std::vector<int64_t> v) {
+    if (tp > 1)
+      for (auto& x : v) x = std::max<int64_t>(1, x / tp);
+    return v;
+  };
 
-  UnitWork emb;
-  emb.kind = UnitKind::Embedding;
-  emb.params = emb.gather_params = w.params.embedding;
-  emb.tensors = {model.vocab * h};
-  if (model.max_position > 0) emb.tensors.push_back(model.max_position * h);
-  if (model.type_vocab > 0) emb.tensors.push_back(int64_t(model.type_vocab) * h);
-  if (w.params.embedding > int64_t(0)) {
-    int64_t rest = w.params.embedding;
-    for (int64_t x : emb.tensors) rest -= x;
-    if (rest > 0) emb.tensors.push_back(rest);  // embedding LayerNorm
+  if (pp == 1) {
+    UnitWork emb;
+    emb.kind = UnitKind::Embedding;
+    emb.params = emb.gather_params = w.params.embedding / tp;
+    emb.tensors = {model.vocab * h};
+    if (model.max_position > 0) emb.tensors.push_back(model.max_position * h);
+    if (model.type_vocab > 0) emb.tensors.push_back(int64_t(model.type_vocab) * h);
+    if (w.params.embedding > int64_t(0)) {
+      int64_t rest = w.params.embedding;
+      for (int64_t x : emb.tensors) rest -= x;
+      if (rest > 0) emb.tensors.push_back(rest);  // embedding LayerNorm
+    }
+    emb.tensors = split(emb.tensors);
+    emb.params = emb.gather_params = 0;
+    for (int64_t x : emb.tensors) emb.params += x;
+    emb.gather_params = emb.params;
+    emb.forward.elementwise_bytes =
+        (e * double(T) * h * (model.max_position > 0 ? 4 : 2) + (model.arch == Arch::Bert ? 4 * e * T * h : 0)) / hsplit;
+    emb.forward.kernels = 4;
+    emb.backward.elementwise_bytes = 2 * emb.forward.elementwise_bytes;
+    emb.backward.kernels = 4;
+    w.units.push_back(emb);
   }
-  emb.forward.elementwise_bytes = e * double(T) * h * (model.max_position > 0 ? 4 : 2) + (model.arch == Arch::Bert ? 4 * e * T * h : 0);
-  emb.forward.kernels = 4;
-  emb.backward.elementwise_bytes = 2 * emb.forward.elementwise_bytes;
-  emb.backward.kernels = 4;
-  w.units.push_back(emb);
 
   PassWork bf = block_forward(model, opt);
   PassWork bb = backward_of(bf, opt.flash_attention);
@@ -171,13 +198,18 @@ Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt) {
   core.attention_flops = bf.attention_flops;
   core.causal = bf.causal;
   if (!opt.flash_attention)
-    core.elementwise_bytes = double(opt.micro_batch) * model.heads * double(opt.seq_len) * double(opt.seq_len) * e * 4;
+    core.elementwise_bytes = double(opt.micro_batch) * (model.heads / tp) * double(opt.seq_len / cp) * double(opt.seq_len) * e * 4;
   core.kernels = opt.flash_attention ? 1 : 4;
-  for (int l = 0; l < model.layers; ++l) {
+  w.stage_layers = model.layers / pp;
+  const std::vector<int64_t> tensors = split(block_tensors(model));
+  int64_t block_params = 0;
+  for (int64_t x : tensors) block_params += x;
+  w.rank_block_params = block_params;
+  for (int l = model.layers - w.stage_layers; l < model.layers; ++l) {
     UnitWork u;
     u.kind = UnitKind::Block;
-    u.params = u.gather_params = w.params.per_layer;
-    u.tensors = block_tensors(model);
+    u.params = u.gather_params = block_params;
+    u.tensors = tensors;
     u.forward = bf;
     u.backward = bb;
     if (block_checkpointed(opt.checkpointing, opt.checkpoint_every, l)) u.recompute = bf;
@@ -187,26 +219,36 @@ Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt) {
 
   UnitWork head;
   head.kind = UnitKind::Head;
-  head.params = w.params.head;
-  if (!model.tied_embeddings) head.tensors.push_back(model.vocab * h);
+  if (!model.tied_embeddings || pp > 1) head.tensors.push_back(model.vocab * h);  // a pipeline's last stage owns its copy
   if (model.encoder_head != EncoderHead::None) head.tensors.push_back(h * h);
   {
-    int64_t rest = w.params.head;
-    for (int64_t x : head.tensors) rest -= x;
+    const int64_t rest = w.params.head - (model.tied_embeddings ? 0 : model.vocab * h) - (model.encoder_head != EncoderHead::None ? h * h : 0);
     if (rest > 0) head.tensors.push_back(rest);  // norms, biases, pooler
   }
+  head.tensors = split(head.tensors);
+  for (int64_t x : head.tensors) head.params += x;
   // The logits GEMM needs the (tied) word embedding gathered again.
-  head.gather_params = w.params.head + (model.tied_embeddings ? model.vocab * h : 0);
-  if (model.encoder_head != EncoderHead::None) head.forward.gemms.push_back({T, h, h});  // MLM transform
-  head.forward.gemms.push_back({T, model.vocab, h});                                       // logits
+  head.gather_params = head.params + (model.tied_embeddings && pp == 1 ? model.vocab * h / tp : 0);
+  if (model.encoder_head != EncoderHead::None) head.forward.gemms.push_back({T, h / tp, h});  // MLM transform
+  head.forward.gemms.push_back({T, model.vocab / tp, h});                                     // logits (vocabulary-parallel)
   // Final norm, and the loss: logits read in 16-bit, softmax in fp32 (read+write), gradient written.
-  head.forward.elementwise_bytes = 4 * e * T * h + double(T) * model.vocab * (e + 8);
+  head.forward.elementwise_bytes = 4 * e * T * h / hsplit + double(T) * double(model.vocab / tp) * (e + 8);
   head.forward.kernels = 6;
   head.backward = backward_of(head.forward, false);
   w.units.push_back(head);
 
   for (size_t i = 0; i < w.units.size(); ++i) w.units[i].index = static_cast<int>(i);
+  for (const auto& u : w.units) w.rank_params += u.params;
+  w.tp_activation_bytes = tp > 1 ? e * double(T) * double(h) : 0.0;
+  w.cp_kv_bytes = cp > 1 ? e * double(opt.micro_batch) * double(opt.seq_len) * 2.0 * double(model.kv_dim()) / tp : 0.0;
+  w.pp_activation_bytes = pp > 1 ? e * double(T) * double(h) / tp : 0.0;
   return w;
+}
+
+int Workload::first_block() const {
+  for (size_t i = 0; i < units.size(); ++i)
+    if (units[i].kind == UnitKind::Block) return int(i);
+  return 0;
 }
 
 double model_flops_per_token(const ModelSpec& m, const ParamCounts& p, int64_t seq_len) {

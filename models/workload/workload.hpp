@@ -8,6 +8,7 @@
 
 #include "models/hardware/hardware.hpp"
 #include "models/workload/model_spec.hpp"
+#include "models/workload/parallelism.hpp"
 
 namespace micsim {
 
@@ -64,13 +65,24 @@ struct WorkloadOptions {
   bool fp8 = false;              // block GEMMs in FP8 (casts are extra memory-bound work)
   Checkpointing checkpointing = Checkpointing::None;
   int checkpoint_every = 1;
+  ModelParallelism mp;           // tp/cp split each unit's work; pp selects the stage (see build_workload)
 };
 
 struct Workload {
   ModelSpec model;
   ParamCounts params;
   WorkloadOptions options;
-  std::vector<UnitWork> units;   // [embedding, block 0..L-1, head]
+  std::vector<UnitWork> units;   // [embedding, block 0..L-1, head]; with pp > 1 the last stage's [blocks, head]
+  int64_t rank_params = 0;       // parameters one model-parallel rank holds before data-parallel sharding (= params.total without tp/pp)
+  int64_t rank_block_params = 0; // of one block on this rank (= params.per_layer / tp)
+  int stage_layers = 0;          // blocks on this rank's stage
+  // Model-parallel communication of one block and one micro-batch, bytes per collective (nccl-tests
+  // convention): tensor-parallel activations (all-reduce, or all-gather + reduce-scatter with sequence
+  // parallelism) and the ring-attention key/value exchange (context parallelism).
+  double tp_activation_bytes = 0;
+  double cp_kv_bytes = 0;
+  double pp_activation_bytes = 0;  // sent from one stage to the next per micro-batch (scatter/gather: / tp)
+  int first_block() const;       // index of the first Block unit
   int64_t tokens_per_micro_step() const { return options.micro_batch * options.seq_len; }
   double forward_flops() const;  // sum over units, one micro-step
   double backward_flops() const;

@@ -50,7 +50,7 @@ class BusyIntervals {
 StepTimeline run_analytic(const TaskGraph& g, const OpCosts& costs) {
   StepTimeline t;
   t.tasks.resize(g.size());
-  double stream_free[kStreamCount] = {0, 0, 0, 0};
+  double stream_free[kStreamCount] = {};
   // The collective occupying each tier (NVLink, NICs) last, and whether its end may still move: it may
   // until some placed task depends on it.
   struct Occupant {
@@ -74,7 +74,9 @@ StepTimeline run_analytic(const TaskGraph& g, const OpCosts& costs) {
       lock(g.deps[d]);
     }
     double end;
-    if (task.stream == StreamId::Compute) {
+    if (task.kind == TaskKind::PipelineBubble) {
+      end = ready + costs.duration(g, task);  // the GPU waits: nothing to slow down
+    } else if (task.stream == StreamId::Compute) {
       end = comm_busy.finish(ready, costs.duration(g, task), costs.interference);
     } else if (is_compute(task.kind)) {
       end = ready + costs.duration(g, task);  // host work, or a copy on a communication stream
@@ -121,7 +123,8 @@ void summarize_timeline(const TaskGraph& g, StepTimeline& t) {
   for (size_t i = 0; i < g.size(); ++i) {
     const auto& tt = t.tasks[i];
     end = std::max(end, tt.end);
-    if (tt.end <= tt.start || g[i].stream == StreamId::Host) continue;  // host time is neither: idle unless covered
+    // Host time is neither compute nor communication (idle unless covered), and a pipeline bubble is idle.
+    if (tt.end <= tt.start || g[i].stream == StreamId::Host || g[i].kind == TaskKind::PipelineBubble) continue;
     if (g[i].stream == StreamId::Compute) compute.emplace_back(tt.start, tt.end);
     else comm.emplace_back(tt.start, tt.end);
   }
@@ -158,7 +161,7 @@ void extrapolate_micro_steps(const TaskGraph& g, StepTimeline& t) {
   // Each stream's progress per micro-step, between the ends of middle micro-steps 1 and 2. The slowest
   // stream sets the pace: when communication per micro-step outlasts compute (HSDP all-reducing every
   // micro-step), its backlog grows by a period each micro-step and shows at the end of the step.
-  double end1[kStreamCount] = {0, 0, 0, 0}, end2[kStreamCount] = {0, 0, 0, 0}, compute2 = 0;
+  double end1[kStreamCount] = {}, end2[kStreamCount] = {}, compute2 = 0;
   for (size_t i = 0; i < g.size(); ++i) {
     const Task& task = g[i];
     if (task.kind == TaskKind::Optimizer) continue;

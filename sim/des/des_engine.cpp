@@ -184,7 +184,9 @@ class Run {
       const Task& task = g_[t];
       for (uint32_t d = task.deps_begin; d < task.deps_end; ++d) wait_for(n, g_.deps[d]);
       state_[n].start[t] = sg4::Engine::get_clock();
-      if (task.stream == StreamId::Compute) {
+      if (task.kind == TaskKind::PipelineBubble) {
+        sg4::this_actor::sleep_for(p_.costs.compute_s[task.op]), ++events_;  // idle, not slowed by traffic
+      } else if (task.stream == StreamId::Compute) {
         const double seconds = p_.costs.compute_s[task.op] * compute_factor_[n];
         if (seconds > 0) plat_.compute[n]->exec_init(seconds * speed_)->wait(), ++events_;
       } else if (is_compute(task.kind)) {

@@ -12,7 +12,7 @@ static std::string unit_name(const Workload& w, int u) {
   switch (w.units[u].kind) {
     case UnitKind::Embedding: return "embedding";
     case UnitKind::Head: return "head";
-    case UnitKind::Block: return fmt::format("layer {}", u - 1);
+    case UnitKind::Block: return fmt::format("layer {}", w.model.layers - w.stage_layers + (u - w.first_block()));
   }
   return "";
 }
@@ -31,7 +31,8 @@ std::string chrome_trace(const PreparedSimulation& p, const std::vector<TracedNo
                        g.micro_steps - 1, g.total_micro_steps - 2);
   out += "},\"traceEvents\":[\n";
   bool has_host = false;  // the host timeline exists only under a framework profile with host costs
-  for (const auto& t : g.tasks) has_host |= t.stream == StreamId::Host;
+  bool has_mp = false;    // the model-parallel stream only with tp, cp or pp > 1
+  for (const auto& t : g.tasks) has_host |= t.stream == StreamId::Host, has_mp |= t.stream == StreamId::ModelParallel;
   bool first = true;
   auto emit = [&](const std::string& ev) {
     if (!first) out += ",\n";
@@ -44,7 +45,7 @@ std::string chrome_trace(const PreparedSimulation& p, const std::vector<TracedNo
                      tn.node * g_per_node, tn.node * g_per_node + g_per_node - 1, engine == "analytic" ? ", representative GPU" : ""));
     emit(fmt::format(R"({{"ph":"M","name":"process_sort_index","pid":{},"args":{{"sort_index":{}}}}})", tn.node, tn.node));
     for (int s = 0; s < kStreamCount; ++s)
-      if (s != int(StreamId::Host) || has_host)
+      if ((s != int(StreamId::Host) || has_host) && (s != int(StreamId::ModelParallel) || has_mp))
         emit(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":"{} stream"}}}})", tn.node, s,
                        to_string(StreamId(s))));
     for (size_t i = 0; i < g.size(); ++i) {

@@ -63,7 +63,8 @@ struct Scenario {
   ClusterSpec cluster;
   ModelSpec model;
   TrainingSpec training;
-  StrategySpec strategy;
+  StrategySpec strategy;            // applies to the data-parallel dimension
+  ModelParallelism parallelism;     // tp / pp / cp (scenario key `parallelism`); all 1 by default
   WhatIf what_if;
   EngineKind engine = EngineKind::Analytic;
   Calibration calibration;         // empty when none
@@ -71,7 +72,9 @@ struct Scenario {
   std::vector<std::string> input_files;  // every file it was loaded from (scenario, HF config, calibration)
 
   int world_size() const { return cluster.world_size(); }
-  int64_t grad_accumulation_steps() const { return training.global_batch / (training.micro_batch * world_size()); }
+  int data_parallel_size() const { return world_size() / parallelism.model_parallel_size(); }
+  // Micro-batches each data-parallel rank (each pipeline) runs per step.
+  int64_t grad_accumulation_steps() const { return training.global_batch / (training.micro_batch * data_parallel_size()); }
 };
 
 // A change to one scenario key, "key.path=value", and where it came from: errors about that key name

@@ -225,7 +225,64 @@ void parse_framework(const YamlNode& n, StrategySpec& s) {
   }
 }
 
-StrategySpec parse_strategy(const YamlNode& n, const ClusterSpec& c, std::vector<std::string>& warnings) {
+// parallelism: {tp, pp, cp, virtual_stages, schedule, sequence_parallel}. Shape errors name the key to
+// change: heads by tp, layers by pp x virtual_stages, sequence by cp, GPUs by tp x pp x cp.
+ModelParallelism parse_parallelism(const YamlNode& n, const ClusterSpec& c, const ModelSpec& model, const TrainingSpec& t,
+                                   std::vector<std::string>& warnings) {
+  n.check_keys({"tp", "pp", "cp", "virtual_stages", "schedule", "sequence_parallel"});
+  ModelParallelism mp;
+  const int world = c.world_size(), g = c.instance.gpus_per_node;
+  if (auto v = n.get("tp")) {
+    mp.tp = int(v->as_int_in(1, world));
+    if (model.heads % mp.tp != 0 || model.kv_heads % mp.tp != 0)
+      v->fail(fmt::format("a divisor of the model's {} attention heads and {} key/value heads, got {}", model.heads, model.kv_heads, mp.tp));
+    if (model.ffn % mp.tp != 0 || model.vocab % mp.tp != 0)
+      v->fail(fmt::format("a divisor of the FFN width {} and the vocabulary {}, got {}", model.ffn, model.vocab, mp.tp));
+    if (mp.tp > g)
+      warnings.push_back(fmt::format("{}: parallelism.tp: {} is more than the {} GPUs of a node: tensor-parallel collectives cross the "
+                                     "network twice per block and pass (slow; Megatron-LM keeps tp within the NVLink domain)",
+                                     v->location().str(), mp.tp, g));
+    if ((mp.tp < g && g % mp.tp != 0) || (mp.tp > g && mp.tp % g != 0))
+      v->fail(fmt::format("a divisor or a multiple of the {} GPUs per node, got {}", g, mp.tp));
+  }
+  if (auto v = n.get("cp")) {
+    mp.cp = int(v->as_int_in(1, world));
+    if (t.seq_len % (2 * mp.cp) != 0 && mp.cp > 1)
+      v->fail(fmt::format("a cp for which 2 x cp divides seq_len {} (ring attention splits the sequence into 2·cp chunks), got {}", t.seq_len, mp.cp));
+    const int tc = mp.tp * mp.cp;
+    if ((tc < g && g % tc != 0) || (tc > g && tc % g != 0))
+      v->fail(fmt::format("tp x cp = {} must divide or be a multiple of the {} GPUs per node", tc, g));
+  }
+  if (auto v = n.get("pp")) {
+    mp.pp = int(v->as_int_in(1, std::min(world, model.layers)));
+  }
+  if (auto v = n.get("schedule")) {
+    const std::string sch = v->as_choice({"1f1b", "interleaved", "gpipe"});
+    mp.schedule = sch == "1f1b" ? PipelineSchedule::OneFOneB : sch == "interleaved" ? PipelineSchedule::Interleaved : PipelineSchedule::GPipe;
+  }
+  if (auto v = n.get("virtual_stages")) {
+    mp.virtual_stages = int(v->as_int_in(1, model.layers));
+    if (mp.virtual_stages > 1 && !n.has("schedule")) mp.schedule = PipelineSchedule::Interleaved;
+    if (mp.virtual_stages > 1 && mp.schedule != PipelineSchedule::Interleaved)
+      v->fail("virtual_stages > 1 needs schedule: interleaved");
+  }
+  if (mp.schedule == PipelineSchedule::Interleaved && mp.virtual_stages == 1 && mp.pp > 1)
+    n.at("schedule").fail("schedule interleaved needs virtual_stages >= 2 (model chunks per stage)");
+  if (model.layers % (mp.pp * mp.virtual_stages) != 0) {
+    auto key = n.has("virtual_stages") ? n.at("virtual_stages") : n.at("pp");
+    key.fail(fmt::format("pp x virtual_stages = {} x {} must divide the model's {} layers", mp.pp, mp.virtual_stages, model.layers));
+  }
+  mp.sequence_parallel = mp.tp > 1;
+  if (auto v = n.get("sequence_parallel")) mp.sequence_parallel = v->as_bool() && mp.tp > 1;
+  if (world % mp.model_parallel_size() != 0) {
+    const char* key = n.has("pp") ? "pp" : n.has("cp") ? "cp" : "tp";
+    n.at(key).fail(fmt::format("tp x pp x cp = {} x {} x {} = {} must divide the {} GPUs ({} nodes x {})", mp.tp, mp.pp, mp.cp,
+                               mp.model_parallel_size(), world, c.nodes, g));
+  }
+  return mp;
+}
+
+StrategySpec parse_strategy(const YamlNode& n, const ClusterSpec& c, const ModelParallelism& mp, std::vector<std::string>& warnings) {
   n.check_keys({"kind", "partition_size", "hierarchical_allgather", "two_hop_sync", "reduce_bucket_size",
                 "prefetch_bucket_size", "max_live_parameters", "framework", "version", "persistence_threshold",
                 "contiguous_gradients", "mechanisms"});
@@ -247,11 +304,19 @@ StrategySpec parse_strategy(const YamlNode& n, const ClusterSpec& c, std::vector
     if (!grouped) {
       ignored(*p, "mics, hsdp");
     } else {
-      int64_t v = p->as_int_in(1, world);
-      if (world % v != 0) p->fail(fmt::format("expected a divisor of the world size {} ({} nodes x {} GPUs), got {}", world, c.nodes, g, v));
-      if (v < g && g % v != 0) p->fail(fmt::format("a partition group inside a node must divide its {} GPUs, got {}", g, v));
-      if (v > g && v % g != 0) p->fail(fmt::format("a partition group spanning nodes must be a multiple of {} GPUs per node, got {}", g, v));
-      s.partition_size = static_cast<int>(v);
+      if (!mp.none()) {
+        // With model parallelism the group is counted in data-parallel ranks.
+        const int dp = world / mp.model_parallel_size();
+        int64_t v = p->as_int_in(1, dp);
+        if (dp % v != 0) p->fail(fmt::format("expected a divisor of the data-parallel size {} (GPUs / (tp x pp x cp)), got {}", dp, v));
+        s.partition_size = static_cast<int>(v);
+      } else {
+        int64_t v = p->as_int_in(1, world);
+        if (world % v != 0) p->fail(fmt::format("expected a divisor of the world size {} ({} nodes x {} GPUs), got {}", world, c.nodes, g, v));
+        if (v < g && g % v != 0) p->fail(fmt::format("a partition group inside a node must divide its {} GPUs, got {}", g, v));
+        if (v > g && v % g != 0) p->fail(fmt::format("a partition group spanning nodes must be a multiple of {} GPUs per node, got {}", g, v));
+        s.partition_size = static_cast<int>(v);
+      }
     }
   }
   if (auto h = n.get("hierarchical_allgather")) {
@@ -297,7 +362,7 @@ WhatIf parse_what_if(const YamlNode& n, const ClusterSpec& c) {
 }
 
 Scenario parse_scenario(const YamlNode& root) {
-  root.check_keys({"name", "cluster", "model", "training", "strategy", "engine", "calibration", "what_if", "plan"});
+  root.check_keys({"name", "cluster", "model", "training", "strategy", "parallelism", "engine", "calibration", "what_if", "plan"});
   Scenario sc;
   sc.file = root.source() ? root.source()->file : "";
   if (auto n = root.get("name")) sc.name = n->as_string();
@@ -306,7 +371,8 @@ Scenario parse_scenario(const YamlNode& root) {
   sc.model = parse_model(root.at("model"), sc.input_files);
   YamlNode training = root.at("training");
   sc.training = parse_training(training, sc.cluster.instance.gpu);
-  sc.strategy = parse_strategy(root.at("strategy"), sc.cluster, sc.warnings);
+  if (auto p = root.get("parallelism")) sc.parallelism = parse_parallelism(*p, sc.cluster, sc.model, sc.training, sc.warnings);
+  sc.strategy = parse_strategy(root.at("strategy"), sc.cluster, sc.parallelism, sc.warnings);
   if (auto w = root.get("what_if")) sc.what_if = parse_what_if(*w, sc.cluster);
   if (auto e = root.get("engine"))
     sc.engine = e->as_choice({"analytic", "simgrid"}) == "analytic" ? EngineKind::Analytic : EngineKind::SimGrid;
@@ -327,17 +393,18 @@ Scenario parse_scenario(const YamlNode& root) {
   const int64_t world = sc.world_size();
   if (double(sc.training.micro_batch) * double(world) > kMaxGlobalBatch)
     training.at("micro_batch").fail(fmt::format("micro_batch x {} GPUs is more than 2^40 sequences per micro-step", world));
-  const int64_t per_step = sc.training.micro_batch * world;
+  const int64_t dp = sc.data_parallel_size();
+  const int64_t per_step = sc.training.micro_batch * dp;
   if (sc.training.requested_accumulation_steps > 0) {
     if (double(sc.training.requested_accumulation_steps) * double(per_step) > kMaxGlobalBatch)
-      training.at("grad_accumulation_steps").fail(fmt::format("micro_batch x GPUs x grad_accumulation_steps = {} x {} x {} is more than 2^40 sequences per step",
-                                                              sc.training.micro_batch, world, sc.training.requested_accumulation_steps));
+      training.at("grad_accumulation_steps").fail(fmt::format("micro_batch x data-parallel ranks x grad_accumulation_steps = {} x {} x {} is more than 2^40 sequences per step",
+                                                              sc.training.micro_batch, dp, sc.training.requested_accumulation_steps));
     sc.training.global_batch = sc.training.requested_accumulation_steps * per_step;
   }
   if (sc.training.global_batch % per_step != 0) {
     training.at("global_batch").fail(fmt::format(
         "expected a multiple of micro_batch x data-parallel size = {} x {} = {}, got {}", sc.training.micro_batch,
-        world, per_step, sc.training.global_batch));
+        dp, per_step, sc.training.global_batch));
   }
   if (sc.model.max_position > 0 && sc.training.seq_len > sc.model.max_position) {
     training.at("seq_len").fail(fmt::format("the model has {} learned positions; seq_len {} does not fit",

@@ -40,7 +40,13 @@ GroupLayout group_layout(GroupKind g, const ParallelLayout& l) {
       int k = l.partition_group_nodes();
       return GroupLayout::make(k, k, l.gpus_per_node);
     }
-    case GroupKind::IntraNode: return GroupLayout::make(l.gpus_per_node, 1, 1);
+    case GroupKind::IntraNode: {
+      const int m = l.partition_members_per_node();
+      return GroupLayout::make(m, 1, std::max(1, l.gpus_per_node / m));
+    }
+    case GroupKind::Tensor: return l.tensor_group();
+    case GroupKind::Context: return l.context_group();
+    case GroupKind::PipelinePeer: return l.pipeline_pair();
   }
   return l.world_group();
 }
@@ -77,6 +83,13 @@ class Builder {
     const bool per_tensor = fw_.gather == Granularity::Tensor;
 
     std::vector<uint32_t> last_reduce;  // reduce-stream tasks the optimizer waits for
+    // Pipeline fill and drain: this (last) stage waits (pp-1)/v micro-batch slots before its first
+    // forward (Narayanan et al. 2021, §2.2). Its length is set when costs are known (op_costs).
+    if (in_.layout.mp.pp > 1) {
+      const double slots = in_.layout.mp.bubble_micro_batches();
+      add_task(TaskKind::PipelineBubble, StreamId::Compute, -1, 0, {},
+                               compute_index({TaskKind::PipelineBubble, -1, int64_t(std::llround(slots * 1e6))}));
+    }
     for (int m = 0; m < g_.micro_steps; ++m) {
       const bool last = m == g_.micro_steps - 1;
       // The sequence of unit uses in this micro-step: forward 0..U-1, backward U-1..0.
@@ -122,15 +135,37 @@ class Builder {
         std::vector<uint32_t> deps;
         if (gather_done[i] >= 0) deps.push_back(uint32_t(gather_done[i]));
         if (launch >= 0) deps.push_back(uint32_t(launch));
+        // Model parallelism: the stage's input arrives from its neighbour, ring attention's keys and
+        // values travel while the block computes, and the previous block's tensor-parallel collectives
+        // must be done (they sit between its GEMMs and this one's).
+        if (i == 0 && in_.layout.mp.pp > 1) mp_waits_.push_back(add_pipeline_send(m, false));
+        if (w_.cp_kv_bytes > 0 && unit.kind == UnitKind::Block) add_context_exchange(use.unit, m, use.backward);
+        deps.insert(deps.end(), mp_waits_.begin(), mp_waits_.end());
+        mp_waits_.clear();
         if (gather_done[i] >= 0 && fw_.copy_out > 0)
           deps = {uint32_t(add_copy(TaskKind::ParamCopyOut, use.unit, m, fw_.copy_out * pe_ * double(w_.units[use.unit].gather_params), deps))};
         int64_t done;
         if (!use.backward) {
           done = add_compute(TaskKind::Forward, use.unit, m, deps);
+          add_tensor_parallel(unit, m, done, TaskKind::Forward);
         } else {
           const bool recompute = !unit.recompute.empty();
-          if (recompute) add_compute(TaskKind::Recompute, use.unit, m, deps);
-          done = add_compute(TaskKind::Backward, use.unit, m, recompute ? std::vector<uint32_t>{} : deps);
+          std::vector<uint32_t> bdeps = recompute ? std::vector<uint32_t>{} : deps;
+          int64_t rc = -1;
+          if (recompute) {
+            rc = add_compute(TaskKind::Recompute, use.unit, m, deps);
+            // A block recomputed in full replays its forward's tensor-parallel collectives.
+            if (unit.recompute.gemms.size() == unit.forward.gemms.size() && add_tensor_parallel(unit, m, rc, TaskKind::Recompute)) {
+              bdeps.insert(bdeps.end(), mp_waits_.begin(), mp_waits_.end());
+              mp_waits_.clear();
+            }
+          }
+          const int64_t before = prev_compute_;
+          done = add_compute(TaskKind::Backward, use.unit, m, bdeps);
+          // Backward tensor-parallel collectives overlap the weight-gradient GEMMs (Megatron-LM's
+          // asynchronous input-gradient all-reduce / reduce-scatter): they start with the backward and
+          // only the next unit's backward waits for them.
+          add_tensor_parallel(unit, m, recompute ? rc : before, TaskKind::Backward);
           if (fw_.bucket_copy > 0 && (reduces_every_micro_step() || last))
             done = add_copy(TaskKind::GradBucketCopy, use.unit, m, fw_.bucket_copy * pe_ * double(unit.params), {uint32_t(done)});
           // Gradient buckets fill in backward order; a bucket is reduced when full or at the last unit.
@@ -148,16 +183,20 @@ class Builder {
         // The buffer of use i is free now: the gather depth+1 uses ahead may start after it.
         if (!host_) issue_ahead_until(i + depth + 1, done);
       }
+      // The stage's input gradient goes back to its neighbour before the next micro-batch's work.
+      if (in_.layout.mp.pp > 1) mp_waits_.push_back(add_pipeline_send(m, true));
     }
 
     // Optimizer step on the local shard, after every gradient reduction.
-    const int64_t local = w_.params.total / std::max(1, in_.sharding.optimizer_shards);
+    const int64_t local = w_.rank_params / std::max(1, in_.sharding.optimizer_shards);
     std::vector<uint32_t> deps = last_reduce;
+    deps.insert(deps.end(), mp_waits_.begin(), mp_waits_.end());
+    mp_waits_.clear();
     int64_t opt = add_task(TaskKind::Optimizer, StreamId::Compute, -1, g_.micro_steps - 1, deps,
                            compute_index({TaskKind::Optimizer, -1, local}));
     if (kind == StrategyKind::Zero1 || kind == StrategyKind::Zero2) {
       // DeepSpeed all-gathers the updated 16-bit parameters in allgather_bucket_size chunks (5e8).
-      double remaining = double(w_.params.total);
+      double remaining = double(w_.rank_params);
       int64_t prev = opt;
       while (remaining > 0) {
         double chunk = std::min(remaining, 5e8);
@@ -185,7 +224,7 @@ class Builder {
   int64_t prev_compute_ = -1;
   int64_t prev_reduce_ = -1;     // last reduction task (a bucket flush may wait for it)
   int64_t pending_host_wait_ = -1;
-  int64_t last_task_[kStreamCount] = {-1, -1, -1, -1};
+  int64_t last_task_[kStreamCount] = {-1, -1, -1, -1, -1};
 
   bool reduces_every_micro_step() const {
     return in_.strategy.kind != StrategyKind::DDP && in_.strategy.kind != StrategyKind::Zero1;
@@ -244,6 +283,66 @@ class Builder {
     return h;
   }
   int current_micro_step_ = 0;
+  std::vector<uint32_t> mp_waits_;  // model-parallel communication the next compute waits for
+
+  // Tensor-parallel collectives of one pass of a unit, after its compute (Megatron: not overlapped).
+  // Per block: two all-reduces of the activations (after the attention and MLP row-parallel GEMMs;
+  // in backward, of the input gradients of the column-parallel ones); with sequence parallelism each
+  // becomes an all-gather before and a reduce-scatter after (Korthikanti et al. 2022, §4.2.2) — the
+  // backward's extra all-gather of the stored input for the weight gradient is overlapped with the
+  // input-gradient GEMM and not counted. The vocabulary-parallel embedding reduces its output (forward)
+  // and the head gathers its input (forward) and reduces its input gradient (backward).
+  bool add_tensor_parallel(const UnitWork& unit, int m, int64_t after, TaskKind pass) {
+    const double a = w_.tp_activation_bytes;
+    if (a <= 0) return false;
+    const bool sp = in_.layout.mp.sequence_parallel;
+    const bool backward = pass == TaskKind::Backward;
+    int k = 0;
+    if (unit.kind == UnitKind::Block) k = 2;
+    else if (unit.kind == UnitKind::Embedding) k = backward ? 0 : 1;
+    else k = (backward || sp) ? 1 : 0;
+    if (k == 0) return false;
+    int64_t last = after;
+    auto add = [&](CollectiveOp op) {
+      std::vector<uint32_t> deps;
+      if (last >= 0) deps.push_back(uint32_t(last));
+      last = add_task(TaskKind::TensorParallelComm, StreamId::ModelParallel, unit.index, m, deps,
+                      comm_index({op, GroupKind::Tensor, k * a, k}));
+    };
+    if (!sp) {
+      add(CollectiveOp::AllReduce);
+    } else if (unit.kind == UnitKind::Block) {
+      add(CollectiveOp::AllGather);
+      add(CollectiveOp::ReduceScatter);
+    } else {
+      add(unit.kind == UnitKind::Head && !backward ? CollectiveOp::AllGather : CollectiveOp::ReduceScatter);
+    }
+    mp_waits_.push_back(uint32_t(last));
+    return true;
+  }
+
+  // Ring attention: the block's keys and values (forward), and their gradients too (backward: twice the
+  // bytes) pass around the context group while attention runs; the block after waits for the ring.
+  void add_context_exchange(int unit, int m, bool backward) {
+    std::vector<uint32_t> deps;
+    if (prev_compute_ >= 0) deps.push_back(uint32_t(prev_compute_));
+    const double bytes = (backward ? 2.0 : 1.0) * w_.cp_kv_bytes;
+    mp_waits_.push_back(uint32_t(add_task(TaskKind::ContextParallelComm, StreamId::ModelParallel, unit, m, deps,
+                                          comm_index({CollectiveOp::AllGather, GroupKind::Context, bytes, 1}))));
+  }
+
+  // Point-to-point between neighbouring stages: in the steady 1F1B state a stage sends one tensor and
+  // receives one per forward and per backward (Megatron send_forward_recv_backward), modelled as a
+  // two-rank exchange in which each side sends the activation (nccl-tests all_gather bytes = 2x). With
+  // v virtual stages a micro-batch crosses v stage boundaries on this rank each way.
+  uint32_t add_pipeline_send(int m, bool backward) {
+    std::vector<uint32_t> deps;
+    if (prev_compute_ >= 0) deps.push_back(uint32_t(prev_compute_));
+    const int v = in_.layout.mp.virtual_stages;
+    (void)backward;
+    return uint32_t(add_task(TaskKind::PipelineSend, StreamId::ModelParallel, -1, m, deps,
+                             comm_index({CollectiveOp::AllGather, GroupKind::PipelinePeer, 2.0 * v * w_.pp_activation_bytes, v})));
+  }
 
   uint32_t compute_index(const ComputeOp& op) {
     for (size_t i = 0; i < g_.compute_ops.size(); ++i)
@@ -259,7 +358,7 @@ class Builder {
   }
   int representative_unit(int u) const {
     // All blocks are identical: they share one compute op (index of the first block).
-    return w_.units[u].kind == UnitKind::Block ? 1 : u;
+    return w_.units[u].kind == UnitKind::Block ? w_.first_block() : u;
   }
 
   int64_t add_task(TaskKind kind, StreamId stream, int unit, int m, const std::vector<uint32_t>& deps, uint32_t op) {

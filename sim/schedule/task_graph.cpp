@@ -8,6 +8,7 @@ const char* to_string(StreamId s) {
     case StreamId::Gather: return "gather";
     case StreamId::Reduce: return "reduce";
     case StreamId::Host: return "host";
+    case StreamId::ModelParallel: return "model_parallel";
   }
   return "?";
 }
@@ -28,13 +29,18 @@ const char* to_string(TaskKind k) {
     case TaskKind::HostWork: return "host";
     case TaskKind::ParamCopyOut: return "param_copy_out";
     case TaskKind::GradBucketCopy: return "grad_bucket_copy";
+    case TaskKind::TensorParallelComm: return "tensor_parallel_comm";
+    case TaskKind::ContextParallelComm: return "context_parallel_kv_exchange";
+    case TaskKind::PipelineSend: return "pipeline_send";
+    case TaskKind::PipelineBubble: return "pipeline_bubble";
   }
   return "?";
 }
 
 bool is_compute(TaskKind k) {
   return k == TaskKind::Forward || k == TaskKind::Backward || k == TaskKind::Recompute || k == TaskKind::Optimizer ||
-         k == TaskKind::ParamGatherCopy || k == TaskKind::HostWork || k == TaskKind::ParamCopyOut || k == TaskKind::GradBucketCopy;
+         k == TaskKind::ParamGatherCopy || k == TaskKind::HostWork || k == TaskKind::ParamCopyOut || k == TaskKind::GradBucketCopy ||
+         k == TaskKind::PipelineBubble;
 }
 
 const char* to_string(GroupKind g) {
@@ -44,6 +50,9 @@ const char* to_string(GroupKind g) {
     case GroupKind::Replication: return "replication_group";
     case GroupKind::InterNode: return "inter_node_group";
     case GroupKind::IntraNode: return "intra_node_group";
+    case GroupKind::Tensor: return "tensor_parallel_group";
+    case GroupKind::Context: return "context_parallel_group";
+    case GroupKind::PipelinePeer: return "pipeline_neighbours";
   }
   return "?";
 }

@@ -17,8 +17,10 @@
 
 namespace micsim {
 
-enum class StreamId : uint8_t { Compute = 0, Gather = 1, Reduce = 2, Host = 3 };
-constexpr int kStreamCount = 4;
+// ModelParallel: tensor-, context- and pipeline-parallel communication (its own NCCL communicators
+// and stream in Megatron-LM); present only with model parallelism.
+enum class StreamId : uint8_t { Compute = 0, Gather = 1, Reduce = 2, Host = 3, ModelParallel = 4 };
+constexpr int kStreamCount = 5;
 const char* to_string(StreamId s);
 
 enum class TaskKind : uint8_t {
@@ -31,12 +33,16 @@ enum class TaskKind : uint8_t {
   HostWork,                                                // host timeline: hooks, launches, waits
   ParamCopyOut,                                            // gathered parameters copied out of the flat buffer
   GradBucketCopy,                                          // gradients copied into the reduce bucket
+  TensorParallelComm,                                      // activations of a block (all-reduce, or all-gather/reduce-scatter)
+  ContextParallelComm,                                     // ring attention: keys and values around the context group
+  PipelineSend,                                            // activations / gradients to the neighbouring stage
+  PipelineBubble,                                          // the stage waits: pipeline fill and drain
 };
 const char* to_string(TaskKind k);
 bool is_compute(TaskKind k);
 
 // Which communicator a collective runs on.
-enum class GroupKind : uint8_t { World, Partition, Replication, InterNode, IntraNode };
+enum class GroupKind : uint8_t { World, Partition, Replication, InterNode, IntraNode, Tensor, Context, PipelinePeer };
 const char* to_string(GroupKind g);
 
 struct CommOp {
@@ -53,7 +59,8 @@ struct CommOp {
 struct ComputeOp {
   TaskKind pass = TaskKind::Forward;
   int unit = 0;            // workload unit index (Forward/Backward/Recompute)
-  int64_t params = 0;      // Optimizer: local parameters updated; copies: bytes copied; HostWork: nanoseconds
+  int64_t params = 0;      // Optimizer: local parameters updated; copies: bytes copied; HostWork: nanoseconds;
+                           // PipelineBubble: micro-batch slots x 1e6 (its time is that many micro-steps' work)
   bool operator==(const ComputeOp& o) const { return pass == o.pass && unit == o.unit && params == o.params; }
 };
 

@@ -29,46 +29,50 @@ std::optional<StrategyKind> parse_strategy_kind(const std::string& s) {
   return std::nullopt;
 }
 
-GroupLayout ParallelLayout::world_group() const { return GroupLayout::make(world, nodes); }
-
-int ParallelLayout::partition_group_nodes() const {
-  return partition_size <= gpus_per_node ? 1 : partition_size / gpus_per_node;
+GroupLayout ParallelLayout::strided(int ranks, int stride) const {
+  const int g = gpus_per_node;
+  const int per_node = stride < g && g % stride == 0 ? std::max(1, std::min(ranks, g / stride)) : 1;
+  const int group_nodes = (ranks + per_node - 1) / per_node;
+  return GroupLayout::make(group_nodes * per_node, group_nodes, std::max(1, g / per_node));
 }
 
-GroupLayout ParallelLayout::partition_group() const {
-  if (partition_size <= gpus_per_node)  // several groups per node, each inside it
-    return GroupLayout::make(partition_size, 1, gpus_per_node / partition_size);
-  return GroupLayout::make(partition_size, partition_size / gpus_per_node, 1);
-}
+GroupLayout ParallelLayout::world_group() const { return strided(dp, mp.dp_stride()); }
+GroupLayout ParallelLayout::partition_group() const { return strided(partition_size, mp.dp_stride()); }
+GroupLayout ParallelLayout::replication_group() const { return strided(replication_size, partition_size * mp.dp_stride()); }
+GroupLayout ParallelLayout::tensor_group() const { return strided(mp.tp, 1); }
+GroupLayout ParallelLayout::context_group() const { return strided(mp.cp, mp.tp); }
+GroupLayout ParallelLayout::pipeline_pair() const { return strided(2, mp.tp * mp.cp * dp); }
 
-GroupLayout ParallelLayout::replication_group() const {
-  if (partition_size >= gpus_per_node)  // one member per node; the node's g ranks are in g groups
-    return GroupLayout::make(replication_size, replication_size, gpus_per_node);
-  const int per_node = gpus_per_node / partition_size;  // members of one group on a node
-  return GroupLayout::make(replication_size, replication_size / per_node, partition_size);
-}
+int ParallelLayout::partition_group_nodes() const { return partition_group().nodes; }
+int ParallelLayout::partition_members_per_node() const { return partition_group().ranks_per_node; }
 
-ParallelLayout make_layout(const StrategySpec& s, int nodes, int g) {
+ParallelLayout make_layout(const StrategySpec& s, int nodes, int g, const ModelParallelism& mp) {
   ParallelLayout l;
   l.nodes = nodes;
   l.gpus_per_node = g;
   l.world = nodes * g;
+  l.mp = mp;
+  l.dp = std::max(1, l.world / mp.model_parallel_size());
   switch (s.kind) {
     case StrategyKind::DDP: l.partition_size = 1; break;
     case StrategyKind::Zero1:
     case StrategyKind::Zero2:
-    case StrategyKind::Zero3: l.partition_size = l.world; break;
+    case StrategyKind::Zero3: l.partition_size = l.dp; break;
     case StrategyKind::MiCS:
-    case StrategyKind::HSDP: l.partition_size = s.partition_size > 0 ? s.partition_size : std::min(g, l.world); break;
+    case StrategyKind::HSDP:
+      l.partition_size = s.partition_size > 0 ? s.partition_size : std::min(std::max(1, g / mp.dp_stride()), l.dp);
+      break;
   }
-  l.replication_size = l.world / l.partition_size;
-  l.hierarchical = s.kind == StrategyKind::MiCS && s.hierarchical_allgather && l.partition_size > g;
+  l.replication_size = l.dp / l.partition_size;
+  // Hierarchical gather: the group spans nodes with several members on each.
+  l.hierarchical = s.kind == StrategyKind::MiCS && s.hierarchical_allgather && l.partition_group_nodes() > 1 &&
+                   (mp.none() || l.partition_members_per_node() > 1);
   return l;
 }
 
 ShardingSpec make_sharding(const StrategySpec& s, const ParallelLayout& l, const Workload& w) {
   ShardingSpec sh;
-  const int n = l.world, p = l.partition_size;
+  const int n = l.dp, p = l.partition_size;
   switch (s.kind) {
     case StrategyKind::DDP: break;
     case StrategyKind::Zero1: sh.optimizer_shards = n; break;
@@ -78,7 +82,7 @@ ShardingSpec make_sharding(const StrategySpec& s, const ParallelLayout& l, const
     case StrategyKind::HSDP: sh.optimizer_shards = sh.grad_shards = sh.param_shards = p; break;
   }
   sh.gathers_parameters = sh.param_shards > 1;
-  const double block = double(w.params.per_layer);
+  const double block = double(w.rank_block_params);
   sh.prefetch_units = std::max(1, int(std::floor(s.prefetch_bucket_elements / std::max(1.0, block))));
   sh.max_live_parameters = s.max_live_parameters;
   if (s.kind == StrategyKind::HSDP) {

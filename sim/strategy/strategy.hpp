@@ -39,19 +39,29 @@ struct StrategySpec {
 };
 
 // Where the ranks of each kind of group sit. Groups are contiguous: partition groups
-// [0..p-1], [p..2p-1], ...; replication groups {i, i+p, i+2p, ...}.
+// [0..p-1], [p..2p-1], ...; replication groups {i, i+p, i+2p, ...}. With model parallelism these are
+// positions in the data-parallel dimension: dp ranks, dp_stride = tp·cp GPUs apart (Megatron order
+// tp, cp, dp, pp), and the tensor-, context- and pipeline-parallel groups sit around them.
 struct ParallelLayout {
   int world = 1, gpus_per_node = 1, nodes = 1;
+  int dp = 1;                // data-parallel ranks (world without model parallelism)
+  ModelParallelism mp;
   int partition_size = 1;    // GPUs sharing one copy of the model states
-  int replication_size = 1;  // copies of the model states (N / p)
+  int replication_size = 1;  // copies of the model states (dp / p)
   bool hierarchical = false; // MiCS hierarchical all-gather in use
-  GroupLayout world_group() const;
+  GroupLayout world_group() const;        // the whole data-parallel dimension
   GroupLayout partition_group() const;
   GroupLayout replication_group() const;
-  int partition_group_nodes() const;  // nodes one partition group spans
+  GroupLayout tensor_group() const;
+  GroupLayout context_group() const;
+  GroupLayout pipeline_pair() const;      // a stage and its neighbour
+  int partition_group_nodes() const;      // nodes one partition group spans
+  int partition_members_per_node() const; // members of one partition group on one of its nodes
+  // `ranks` ranks `stride` GPUs apart, as many per node as fit, and how many such groups share a node.
+  GroupLayout strided(int ranks, int stride) const;
 };
 
-ParallelLayout make_layout(const StrategySpec& s, int nodes, int gpus_per_node);
+ParallelLayout make_layout(const StrategySpec& s, int nodes, int gpus_per_node, const ModelParallelism& mp = {});
 ShardingSpec make_sharding(const StrategySpec& s, const ParallelLayout& l, const Workload& w);
 
 }  // namespace micsim

@@ -1,0 +1,44 @@
+#pragma once
+// Model parallelism: how one copy of the model is split over GPUs before the data-parallel strategy
+// (sim/strategy) shards or replicates what each rank holds.
+//   tp  tensor parallelism (Megatron column/row-parallel GEMMs, Shoeybi et al. 2019): a block's GEMMs
+//       and attention heads split over tp GPUs; activations all-reduced twice per block and pass, or,
+//       with sequence parallelism (Korthikanti et al. 2022, arXiv 2205.05198), all-gathered and
+//       reduce-scattered, with norms and dropout split along the sequence;
+//   cp  context parallelism (ring attention): the sequence split over cp GPUs, keys and values passed
+//       around the ring while attention computes;
+//   pp  pipeline parallelism (Narayanan et al. 2021, arXiv 2104.04473): layers split into pp stages,
+//       each with virtual_stages chunks (interleaved 1F1B), micro-batches passed stage to stage.
+// Ranks are ordered as Megatron-LM orders them: tp fastest, then cp, then dp, then pp. With every
+// degree 1 nothing here changes a result.
+#include <cstdint>
+#include <string>
+
+namespace micsim {
+
+enum class PipelineSchedule { OneFOneB, Interleaved, GPipe };
+const char* to_string(PipelineSchedule s);
+
+struct ModelParallelism {
+  int tp = 1, pp = 1, cp = 1;
+  int virtual_stages = 1;                      // model chunks per pipeline stage (interleaved schedule)
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  bool sequence_parallel = false;              // default true when tp > 1 (set by the scenario loader)
+
+  int model_parallel_size() const { return tp * pp * cp; }
+  bool none() const { return tp == 1 && pp == 1 && cp == 1; }
+  // Ranks between two consecutive data-parallel ranks (Megatron order: tp, cp, dp, pp).
+  int dp_stride() const { return tp * cp; }
+
+  // Pipeline bubble in units of one micro-batch's forward + backward on a stage: (pp - 1) / v for
+  // 1F1B, interleaved and GPipe alike (Narayanan et al. 2021, §2.2: bubble fraction (p-1)/(v·m)).
+  double bubble_micro_batches() const { return pp <= 1 ? 0.0 : double(pp - 1) / double(virtual_stages); }
+  // Micro-batches whose activations the first stage holds at its peak: GPipe all m of them; 1F1B pp;
+  // interleaved pp·(1 + (pp-1)/(pp·v)) (Korthikanti et al. 2022, §4.2.3), never more than m.
+  double in_flight_micro_batches(int64_t micro_batches) const;
+};
+
+// "tp 8 x pp 4 (interleaved, v 3) x cp 1, sequence parallel"
+std::string describe(const ModelParallelism& mp);
+
+}  // namespace micsim
