@@ -13,7 +13,7 @@
 namespace micsim::cli {
 
 namespace {
-const char* kHandoffNames[] = {"ds_config.json", "train_fsdp2.py", "torchtitan.toml", "accelerate.yaml", "HANDOFF.md"};
+const char* kHandoffNames[] = {"ds_config.json", "train_fsdp2.py", "torchtitan.toml", "accelerate.yaml", "megatron_args.sh", "HANDOFF.md"};
 }
 
 std::map<std::string, std::string> handoff_outputs(OutputPlan& outputs, const std::string& dir) {

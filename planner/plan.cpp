@@ -116,7 +116,7 @@ PlanSpec read_plan_block(const std::string& path, const std::string& text, const
   auto p = root.get("plan");
   if (!p) return s;
   p->check_keys({"instances", "nodes", "strategies", "partition_sizes", "hierarchical_allgather", "micro_batches",
-                 "activation_checkpointing", "objective", "target_tokens", "max_nodes", "max_usd_per_hour", "max_days",
+                 "activation_checkpointing", "tp", "pp", "cp", "virtual_stages", "objective", "target_tokens", "max_nodes", "max_usd_per_hour", "max_days",
                  "max_usd", "price_tier", "prices", "top", "refine"});
   const auto& cat = HardwareCatalog::builtin();
   if (auto n = p->get("instances")) {
@@ -142,6 +142,10 @@ PlanSpec read_plan_block(const std::string& path, const std::string& text, const
   if (auto n = p->get("hierarchical_allgather")) s.hierarchical = read_bool_list(*n);
   if (auto n = p->get("micro_batches")) s.micro_batches = read_int_list(*n, 1, 1 << 16);
   if (auto n = p->get("activation_checkpointing")) s.checkpointing = read_bool_list(*n);
+  if (auto n = p->get("tp")) s.tp = read_int_list(*n, 1, 1 << 16);
+  if (auto n = p->get("pp")) s.pp = read_int_list(*n, 1, 1 << 16);
+  if (auto n = p->get("cp")) s.cp = read_int_list(*n, 1, 1 << 16);
+  if (auto n = p->get("virtual_stages")) s.virtual_stages = read_int_list(*n, 1, 1 << 16);
   if (auto n = p->get("objective"))
     s.objective = *parse_objective(n->as_choice({"throughput", "time", "cost", "cost-within-deadline"}));
   if (auto n = p->get("target_tokens")) s.target_tokens = n->as_double_in(1, 1e18);
@@ -177,6 +181,15 @@ std::vector<int> valid_partition_sizes(int n_gpus, int g) {
   return out;
 }
 
+// With model parallelism, partition groups are counted in data-parallel ranks: every divisor of dp
+// between 1 and dp.
+std::vector<int> valid_dp_partition_sizes(int dp) {
+  std::vector<int> out;
+  for (int p = 2; p < dp; ++p)
+    if (dp % p == 0) out.push_back(p);
+  return out;
+}
+
 // A candidate's settings without its partition group (to find the same candidate at another p).
 std::string key_without_partition(const std::vector<std::string>& overrides) {
   std::string k;
@@ -196,8 +209,10 @@ std::string reason_category(const std::string& key, const std::string& detail) {
 }
 
 std::string describe(const Scenario& sc) {
-  ParallelLayout l = make_layout(sc.strategy, sc.cluster.nodes, sc.cluster.instance.gpus_per_node);
+  ParallelLayout l = make_layout(sc.strategy, sc.cluster.nodes, sc.cluster.instance.gpus_per_node, sc.parallelism);
   std::string s = fmt::format("{} x {} {}", sc.cluster.nodes, sc.cluster.instance.name, to_string(sc.strategy.kind));
+  if (!sc.parallelism.none()) s = fmt::format("{} x {} {} + {}", sc.cluster.nodes, sc.cluster.instance.name, describe(sc.parallelism),
+                                              to_string(sc.strategy.kind));
   if (sc.strategy.kind == StrategyKind::MiCS || sc.strategy.kind == StrategyKind::HSDP) s += fmt::format(" p={}", l.partition_size);
   if (l.hierarchical) s += " hierarchical";
   s += fmt::format(", micro-batch {}{}", sc.training.micro_batch, sc.training.activation_checkpointing() ? ", checkpointing" : "");
@@ -295,6 +310,21 @@ PlanResult run_plan(const std::string& path, const std::vector<std::string>& bas
   if (spec.strategies.empty()) spec.strategies = {"zero3", "mics", "hsdp", "ddp"};
   if (spec.micro_batches.empty()) spec.micro_batches = {int(base.training.micro_batch)};
   if (spec.checkpointing.empty()) spec.checkpointing = {base.training.activation_checkpointing()};
+  const bool search_mp = !spec.tp.empty() || !spec.pp.empty() || !spec.cp.empty() || !spec.virtual_stages.empty();
+  if (spec.tp.empty()) spec.tp = {base.parallelism.tp};
+  if (spec.pp.empty()) spec.pp = {base.parallelism.pp};
+  if (spec.cp.empty()) spec.cp = {base.parallelism.cp};
+  if (spec.virtual_stages.empty()) spec.virtual_stages = {base.parallelism.virtual_stages};
+  // Model-parallel shapes (tp, pp, cp, v); v > 1 only with pp > 1 (interleaved), v = 1 otherwise.
+  struct Shape { int tp, pp, cp, v; };
+  std::vector<Shape> shapes;
+  for (int t : spec.tp)
+    for (int q : spec.pp)
+      for (int c : spec.cp)
+        for (int v : spec.virtual_stages) {
+          if (v > 1 && q == 1) continue;
+          shapes.push_back({t, q, c, v});
+        }
   const bool inline_instance = scenario_instance && base.cluster.instance.name == "inline-instance";
 
   // 1. Enumerate.
@@ -308,15 +338,24 @@ PlanResult run_plan(const std::string& path, const std::vector<std::string>& bas
         res.pruned["more nodes than plan.max_nodes"] += 1;
         continue;
       }
+      for (const Shape& shape : shapes)
       for (const auto& kind : spec.strategies) {
+        const int mp = shape.tp * shape.pp * shape.cp;
+        const bool model_parallel = mp > 1;
+        if (model_parallel && (nodes * g) % mp != 0) {
+          res.pruned["tp x pp x cp does not divide the GPUs"] += 1;
+          continue;
+        }
         std::vector<int> ps = {0};
         if (kind == "mics" || kind == "hsdp") {
-          ps = spec.partition_sizes.empty() ? valid_partition_sizes(nodes * g, g) : spec.partition_sizes;
+          ps = !spec.partition_sizes.empty() ? spec.partition_sizes
+               : model_parallel               ? valid_dp_partition_sizes(nodes * g / mp)
+                                              : valid_partition_sizes(nodes * g, g);
           if (ps.empty()) continue;
         }
         for (int p : ps) {
           std::vector<int> hier = {-1};
-          if (kind == "mics" && p > g) {
+          if (kind == "mics" && p > g && !model_parallel) {
             hier.clear();
             for (bool h : spec.hierarchical) hier.push_back(h ? 1 : 0);
           }
@@ -334,6 +373,13 @@ PlanResult run_plan(const std::string& path, const std::vector<std::string>& bas
                 if (!inline_instance) v.overrides.push_back("cluster.instance=" + inst_name);
                 v.overrides.push_back(fmt::format("cluster.nodes={}", nodes));
                 v.overrides.push_back("strategy.kind=" + kind);
+                if (search_mp || model_parallel) {
+                  v.overrides.push_back(fmt::format("parallelism.tp={}", shape.tp));
+                  v.overrides.push_back(fmt::format("parallelism.pp={}", shape.pp));
+                  v.overrides.push_back(fmt::format("parallelism.cp={}", shape.cp));
+                  v.overrides.push_back(fmt::format("parallelism.virtual_stages={}", shape.v));
+                  v.overrides.push_back(fmt::format("parallelism.schedule={}", shape.v > 1 ? "interleaved" : "1f1b"));
+                }
                 if (p > 0) v.overrides.push_back(fmt::format("strategy.partition_size={}", p));
                 if (h >= 0) v.overrides.push_back(fmt::format("strategy.hierarchical_allgather={}", h ? "true" : "false"));
                 if (kind == "mics") v.overrides.push_back("strategy.two_hop_sync=true");
@@ -349,8 +395,9 @@ PlanResult run_plan(const std::string& path, const std::vector<std::string>& bas
       }
     }
   }
-  res.candidates = variants.size() + res.pruned["more nodes than plan.max_nodes"];
+  res.candidates = variants.size() + res.pruned["more nodes than plan.max_nodes"] + res.pruned["tp x pp x cp does not divide the GPUs"];
   if (res.pruned["more nodes than plan.max_nodes"] == 0) res.pruned.erase("more nodes than plan.max_nodes");
+  if (res.pruned["tp x pp x cp does not divide the GPUs"] == 0) res.pruned.erase("tp x pp x cp does not divide the GPUs");
 
   // 2. Evaluate every candidate with the analytic engine (all cores). Results come back in candidate
   //    order whatever the thread timing.
@@ -561,10 +608,11 @@ PlanResult run_plan(const std::string& path, const std::vector<std::string>& bas
                        to_string(c->estimate.algorithm), to_string(c->estimate.protocol), human_seconds(c->total_s),
                        to_string(c->estimate.bottleneck));
     // The best of each other strategy, on the same instance.
-    std::set<std::string> seen = {to_string(sc.strategy.kind)};
+    auto family = [](const Scenario& o) { return std::string(to_string(o.strategy.kind)) + (o.parallelism.none() ? "" : " with model parallelism"); };
+    std::set<std::string> seen = {family(sc)};
     for (const auto& row : res.ranking) {
       const Scenario& o = *row.eval->scenario;
-      std::string kind = to_string(o.strategy.kind);
+      std::string kind = family(o);
       if (seen.count(kind) || o.cluster.instance.name != sc.cluster.instance.name) continue;
       seen.insert(kind);
       const SimulationResult& ro = row.eval->best();
@@ -581,6 +629,27 @@ PlanResult run_plan(const std::string& path, const std::vector<std::string>& bas
         cmp = fmt::format("{:.2f}x the winner's throughput", row.tokens_per_s / w.tokens_per_s);
       x += fmt::format("  Best {}: {} -> {} ({:.0f} % of its step is exposed communication{}).\n", kind, describe(o), cmp,
                        100 * ro.exposed_comm_s / ro.iteration_time_s, why);
+    }
+    // The question users ask: 3-D parallelism or MiCS on this cluster, and at what cost?
+    {
+      const PlanRow *best3d = nullptr, *best_mics = nullptr;
+      for (const auto& row : res.ranking) {
+        const Scenario& o = *row.eval->scenario;
+        if (!best3d && !o.parallelism.none()) best3d = &row;
+        if (!best_mics && o.parallelism.none() && o.strategy.kind == StrategyKind::MiCS) best_mics = &row;
+      }
+      auto line = [&](const char* what, const PlanRow* row) {
+        const SimulationResult& rr = row->eval->best();
+        std::string usd = row->has_price ? fmt::format(", ${:.0f} per 1e12 tokens", row->price_usd_per_hour / (rr.tokens_per_s * 3600.0) * 1e12) : "";
+        return fmt::format("  {}: {} -> {:.0f} tokens/s ({:.0f} % MFU), {} peak memory per GPU{}.\n", what, describe(*row->eval->scenario),
+                           rr.tokens_per_s, 100 * rr.mfu, human_bytes(rr.memory.peak_bytes), usd);
+      };
+      if (best3d && best_mics) {
+        x += line("Best 3-D plan", best3d);
+        x += line("Best MiCS plan", best_mics);
+        x += fmt::format("  3-D / MiCS throughput: {:.2f}x (same cluster and global batch; {} engine).\n",
+                         best3d->tokens_per_s / best_mics->tokens_per_s, best3d->refined && best_mics->refined ? "SimGrid" : "ranking");
+      }
     }
     // Neighbouring partition sizes.
     if (sc.strategy.kind == StrategyKind::MiCS || sc.strategy.kind == StrategyKind::HSDP) {
@@ -627,8 +696,17 @@ std::string format_plan(const PlanResult& r) {
   for (const auto& [n, reason] : pr) o += fmt::format("    {:>7}  {}\n", n, reason);
   if (pr.empty()) o += "    none\n";
   const bool target = s.target_tokens > 0;
-  o += fmt::format("\n {:>4} {:<22}{:>5}{:>6} {:<7}{:>5} {:<5}{:>4}{:>5} {:<5}{:>10}{:>11}{:>8}{:>7}{:>10}{:>10}", "rank", "instance",
-                   "nodes", "GPUs", "strategy", "p", "hier", "mb", "acc", "ckpt", "step", "samples/s", "TFLOPS", "MFU", "headroom",
+  // A tp.pp.cp(v) column only when model-parallel candidates were searched.
+  bool any_mp = false;
+  for (const auto& row : r.ranking) any_mp |= !row.eval->scenario->parallelism.none();
+  auto mp_cell = [&](const Scenario& sc) {
+    if (!any_mp) return std::string();
+    const ModelParallelism& m = sc.parallelism;
+    return fmt::format(" {:<10}", fmt::format("{}.{}.{}{}", m.tp, m.pp, m.cp, m.virtual_stages > 1 ? fmt::format("v{}", m.virtual_stages) : ""));
+  };
+  o += fmt::format("\n {:>4} {:<22}{:>5}{:>6}", "rank", "instance", "nodes", "GPUs");
+  if (any_mp) o += fmt::format(" {:<10}", "tp.pp.cp");
+  o += fmt::format(" {:<7}{:>5} {:<5}{:>4}{:>5} {:<5}{:>10}{:>11}{:>8}{:>7}{:>10}{:>10}", "strategy", "p", "hier", "mb", "acc", "ckpt", "step", "samples/s", "TFLOPS", "MFU", "headroom",
                    "$/h");
   if (target) o += fmt::format("{:>10}{:>12}", "days", "$ target");
   o += "  engine\n";
@@ -636,10 +714,10 @@ std::string format_plan(const PlanResult& r) {
     const PlanRow& row = r.ranking[i];
     const Scenario& sc = *row.eval->scenario;
     const SimulationResult& res = row.eval->best();
-    ParallelLayout l = make_layout(sc.strategy, sc.cluster.nodes, sc.cluster.instance.gpus_per_node);
+    ParallelLayout l = make_layout(sc.strategy, sc.cluster.nodes, sc.cluster.instance.gpus_per_node, sc.parallelism);
     bool grouped = sc.strategy.kind == StrategyKind::MiCS || sc.strategy.kind == StrategyKind::HSDP;
-    o += fmt::format(" {:>4} {:<22}{:>5}{:>6} {:<7}{:>5} {:<5}{:>4}{:>5} {:<5}{:>10}{:>11.1f}{:>8.1f}{:>6.1f}%{:>10}{:>10}", i + 1,
-                     sc.cluster.instance.name, sc.cluster.nodes, res.world_size, to_string(sc.strategy.kind),
+    o += fmt::format(" {:>4} {:<22}{:>5}{:>6}", i + 1, sc.cluster.instance.name, sc.cluster.nodes, res.world_size) + mp_cell(sc);
+    o += fmt::format(" {:<7}{:>5} {:<5}{:>4}{:>5} {:<5}{:>10}{:>11.1f}{:>8.1f}{:>6.1f}%{:>10}{:>10}", to_string(sc.strategy.kind),
                      grouped ? std::to_string(l.partition_size) : "-",
                      sc.strategy.kind == StrategyKind::MiCS && l.partition_size > l.gpus_per_node ? (l.hierarchical ? "yes" : "no") : "-",
                      sc.training.micro_batch, res.grad_accumulation_steps, sc.training.activation_checkpointing() ? "yes" : "no",
@@ -694,13 +772,13 @@ std::string format_plan(const PlanResult& r) {
 std::string plan_csv(const PlanResult& r) {
   std::string o = "rank,instance,nodes,gpus,strategy,partition_size,hierarchical,micro_batch,grad_accumulation_steps,"
                   "activation_checkpointing,iteration_time_s,samples_per_s,tokens_per_s,tflops_per_gpu,mfu,peak_bytes_per_gpu,"
-                  "headroom_bytes,usd_per_hour,hours_for_target,usd_for_target,engine,pareto,price_source\n";
+                  "headroom_bytes,usd_per_hour,hours_for_target,usd_for_target,engine,pareto,price_source,tp,pp,cp,virtual_stages\n";
   for (size_t i = 0; i < r.ranking.size(); ++i) {
     const PlanRow& row = r.ranking[i];
     const Scenario& sc = *row.eval->scenario;
     const SimulationResult& res = row.eval->best();
-    ParallelLayout l = make_layout(sc.strategy, sc.cluster.nodes, sc.cluster.instance.gpus_per_node);
-    o += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{},{},{},{},{},{}\n", i + 1,
+    ParallelLayout l = make_layout(sc.strategy, sc.cluster.nodes, sc.cluster.instance.gpus_per_node, sc.parallelism);
+    o += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{},{},{},{},{},{},{},{},{},{}\n", i + 1,
                      sc.cluster.instance.name, sc.cluster.nodes, res.world_size, to_string(sc.strategy.kind), res.partition_size,
                      l.hierarchical ? "true" : "false", sc.training.micro_batch, res.grad_accumulation_steps,
                      sc.training.activation_checkpointing() ? "true" : "false", res.iteration_time_s, res.samples_per_s,
@@ -708,7 +786,8 @@ std::string plan_csv(const PlanResult& r) {
                      row.has_price ? fmt::format("{:.6g}", row.price_usd_per_hour) : "",
                      row.hours_for_target > 0 ? fmt::format("{:.6g}", row.hours_for_target) : "",
                      row.has_price && row.hours_for_target > 0 ? fmt::format("{:.6g}", row.usd_for_target) : "", res.engine,
-                     row.pareto ? "true" : "false", csv_field(row.price_source));
+                     row.pareto ? "true" : "false", csv_field(row.price_source), sc.parallelism.tp, sc.parallelism.pp, sc.parallelism.cp,
+                     sc.parallelism.virtual_stages);
   }
   return o;
 }
@@ -737,7 +816,7 @@ nlohmann::json plan_json(const PlanResult& r) {
     x["activation_checkpointing"] = row.eval->scenario->training.activation_checkpointing();
     x["micro_batch"] = row.eval->scenario->training.micro_batch;
     x["hierarchical_allgather"] = make_layout(row.eval->scenario->strategy, row.eval->scenario->cluster.nodes,
-                                              row.eval->scenario->cluster.instance.gpus_per_node).hierarchical;
+                                              row.eval->scenario->cluster.instance.gpus_per_node, row.eval->scenario->parallelism).hierarchical;
     x["usd_per_hour"] = row.has_price ? json(row.price_usd_per_hour) : json(nullptr);
     // The simulation's cost block uses the plan's price (tier or override), not the catalog's.
     x["cost"] = row.has_price ? json{{"usd_per_hour", row.price_usd_per_hour},

@@ -1,7 +1,7 @@
 #pragma once
 // micsim plan: "I have this model and this budget: what do I rent, and how do I configure MiCS?"
-// Enumerate configurations (instance, nodes, strategy, partition size, hierarchical gather,
-// micro-batch, checkpointing) with the global batch held fixed -> prune what is invalid or does not
+// Enumerate configurations (instance, nodes, tensor/pipeline/context parallel degrees and virtual
+// stages, data-parallel strategy, partition size, hierarchical gather, micro-batch, checkpointing) with the global batch held fixed -> prune what is invalid or does not
 // fit (counted, with reasons) -> rank with the analytic engine on every core -> re-simulate the top K
 // with the SimGrid engine -> final ranking, Pareto front (throughput vs cost), an explanation of the
 // winner and hand-off fragments for DeepSpeed and FSDP.
@@ -32,6 +32,8 @@ struct PlanSpec {
   std::vector<bool> hierarchical = {true};     // for mics groups spanning nodes
   std::vector<int> micro_batches;              // default: the scenario's
   std::vector<bool> checkpointing;             // default: the scenario's
+  // Model parallelism (3-D plans): each combination is a candidate; default: the scenario's degrees.
+  std::vector<int> tp, pp, cp, virtual_stages;
   Objective objective = Objective::Throughput;
   double target_tokens = 0;                    // time / cost objectives
   int max_nodes = 0;                           // 0 = no limit

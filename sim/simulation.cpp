@@ -52,6 +52,11 @@ PreparedSimulation prepare_simulation(const Scenario& sc, const PrepareOptions& 
   p.memory_utilisation = usable > 0 ? p.memory.peak_bytes / usable : 1.0;
   // Past 100 % the step does not run at all; the slowdown is only meaningful up to full memory.
   p.compute_slowdown = p.compute_calibration.memory_pressure_factor(std::min(p.memory_utilisation, 1.0));
+  // The slowdown is the caching allocator's retries when sharded parameters are gathered and freed
+  // unit by unit (FSDP paper §5.4). A model-parallel (Megatron-style) run that gathers no parameters
+  // keeps its gradients in one buffer allocated once (Megatron-LM DistributedDataParallel grad
+  // buffers): no such churn.
+  if (!sc.parallelism.none() && !p.sharding.gathers_parameters) p.compute_slowdown = 1.0;
   p.costs = cost_operations(p.graph, p.workload, p.layout, compute, collectives, sc.training.flash_attention,
                             sc.training.optimizer, p.compute_slowdown);
   const FabricLayout fabric = fabric_layout(sc.cluster);
@@ -98,6 +103,7 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
       if (it == row_of.end()) {
         CollectiveSummary s;
         s.task = to_string(t.kind);
+        if (t.kind == TaskKind::TensorParallelComm) s.task = std::string("tp_") + to_string(g.comm_ops[t.op].op);
         s.group = to_string(g.comm_ops[t.op].group);
         s.estimate = p.costs.comm[t.op].estimate;
         s.modelled_s = p.costs.comm[t.op].time_s;
@@ -130,7 +136,7 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
   r.nodes = p.layout.nodes;
   r.partition_size = p.sharding.param_shards > 1 ? p.sharding.param_shards
                      : (sc.strategy.kind == StrategyKind::DDP ? 1 : p.sharding.optimizer_shards);
-  r.replication_size = p.layout.world / r.partition_size;
+  r.replication_size = p.layout.dp / r.partition_size;
   r.grad_accumulation_steps = sc.grad_accumulation_steps();
   r.global_batch = sc.training.global_batch;
   r.seq_len = sc.training.seq_len;
@@ -167,6 +173,10 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
   r.model_name = sc.model.name;
   r.instance_name = sc.cluster.instance.name;
   r.strategy = to_string(sc.strategy.kind);
+  r.parallelism = sc.parallelism;
+  r.data_parallel_size = p.layout.dp;
+  for (size_t i = 0; i < p.graph.size() && i < tl.tasks.size(); ++i)
+    if (p.graph[i].kind == TaskKind::PipelineBubble) r.pipeline_bubble_s += tl.tasks[i].end - tl.tasks[i].start;
   const FrameworkProfile& fw = *sc.strategy.framework;
   r.framework = fw.name + (sc.strategy.framework_version.empty() ? "" : " " + sc.strategy.framework_version);
   if (sc.cluster.instance.price_usd_per_hour) r.price_usd_per_hour = *sc.cluster.instance.price_usd_per_hour * sc.cluster.nodes;

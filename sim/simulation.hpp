@@ -65,6 +65,9 @@ struct SimulationResult {
   int64_t params = 0;
   std::string model_name, instance_name, strategy;
   std::string framework = "ideal";               // profile that ran it (and version, when given)
+  ModelParallelism parallelism;                  // tp / pp / cp (all 1: data parallelism only)
+  int data_parallel_size = 0;                    // GPUs / (tp·pp·cp)
+  double pipeline_bubble_s = 0;                  // the stage's fill-and-drain wait per step
   std::vector<std::string> sources;              // where the numbers come from
   std::vector<std::string> warnings;
   StepTimeline timeline;                         // per-task times (for traces)

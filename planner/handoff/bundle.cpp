@@ -17,8 +17,14 @@ std::vector<HandoffFile> all_handoffs(const Scenario& sc, const SimulationResult
   files.push_back({"train_fsdp2.py", fsdp2_script(sc, &r)});
   files.push_back({"torchtitan.toml", torchtitan_toml(sc, &notes)});
   files.push_back({"accelerate.yaml", accelerate_yaml(sc, &notes)});
+  const bool model_parallel = !sc.parallelism.none();
+  if (model_parallel) {
+    files.push_back({"megatron_args.sh", megatron_args(sc, &notes)});
+    notes.push_back(fmt::format("DeepSpeed, FSDP2 (train_fsdp2.py) and accelerate: written for the data-parallel dimension only; the "
+                                "simulated {} is in megatron_args.sh and torchtitan.toml", describe(sc.parallelism)));
+  }
 
-  const ParallelLayout l = make_layout(sc.strategy, sc.cluster.nodes, sc.cluster.instance.gpus_per_node);
+  const ParallelLayout l = make_layout(sc.strategy, sc.cluster.nodes, sc.cluster.instance.gpus_per_node, sc.parallelism);
   std::string md;
   md += fmt::format("# Hand-off: {} on {} x {} ({} GPUs)\n\n", sc.model.name, sc.cluster.nodes, sc.cluster.instance.name, l.world);
   md += fmt::format("Written by micsim {}. Strategy {} (partition group {}, replication group {}{}), micro-batch {}, {} "
@@ -40,8 +46,11 @@ std::vector<HandoffFile> all_handoffs(const Scenario& sc, const SimulationResult
                     kHandoffTorch, sc.cluster.nodes, sc.cluster.instance.gpus_per_node);
   md += fmt::format("| torchtitan.toml | torchtitan {} | `torchrun ... -m torchtitan.train --job.config_file torchtitan.toml` |\n",
                     kHandoffTorchtitan);
-  md += fmt::format("| accelerate.yaml | accelerate {} | `accelerate launch --config_file accelerate.yaml --machine_rank RANK train.py` |\n\n",
+  md += fmt::format("| accelerate.yaml | accelerate {} | `accelerate launch --config_file accelerate.yaml --machine_rank RANK train.py` |\n",
                     kHandoffAccelerate);
+  if (model_parallel)
+    md += "| megatron_args.sh | Megatron-LM (core_r0.x argument names) | `source megatron_args.sh; torchrun ... pretrain_gpt.py \"${MEGATRON_ARGS[@]}\" ...` |\n";
+  md += "\n";
   md += "## What the files cannot express, and what else to do\n\n";
   if (notes.empty()) md += "Nothing: each file encodes the simulated strategy.\n";
   for (const auto& n : notes) md += "- " + n + "\n";

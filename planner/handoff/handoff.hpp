@@ -5,6 +5,7 @@
 //   train_fsdp2.py      a runnable PyTorch FSDP2 training skeleton (fully_shard + DeviceMesh for HSDP)
 //   torchtitan.toml     a torchtitan job config
 //   accelerate.yaml     a Hugging Face accelerate config (FSDP2, parallelism_config for HSDP)
+//   megatron_args.sh    Megatron-LM arguments (tensor / pipeline / context / sequence parallelism)
 //   HANDOFF.md          how to launch each, what micsim predicted, what the files cannot express
 // The API each targets is pinned (versions below) and checked by tests against manifests read from
 // the frameworks' sources (validation/data/handoff-apis/).
@@ -35,6 +36,8 @@ DeepSpeedHandoff deepspeed_handoff(const Scenario& sc);
 std::string fsdp2_script(const Scenario& sc, const SimulationResult* predicted);
 std::string torchtitan_toml(const Scenario& sc, std::vector<std::string>* notes);
 std::string accelerate_yaml(const Scenario& sc, std::vector<std::string>* notes);
+// Megatron-LM pretrain_gpt.py arguments (model-parallel configurations).
+std::string megatron_args(const Scenario& sc, std::vector<std::string>* notes);
 
 // The reverse hand-off: an existing DeepSpeed config read as scenario overrides.
 struct DeepSpeedOverrides {

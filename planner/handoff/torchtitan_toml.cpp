@@ -32,8 +32,9 @@ std::string toml_string(const std::string& s) {
 
 std::string torchtitan_toml(const Scenario& sc, std::vector<std::string>* notes) {
   const auto& s = sc.strategy;
-  const ParallelLayout l = make_layout(s, sc.cluster.nodes, sc.cluster.instance.gpus_per_node);
+  const ParallelLayout l = make_layout(s, sc.cluster.nodes, sc.cluster.instance.gpus_per_node, sc.parallelism);
   const ModelSpec& m = sc.model;
+  const ModelParallelism& mpar = sc.parallelism;
   auto note = [&](const std::string& n) {
     if (notes) notes->push_back("torchtitan: " + n);
   };
@@ -54,10 +55,10 @@ std::string torchtitan_toml(const Scenario& sc, std::vector<std::string>* notes)
   int replicate = l.replication_size, shard = l.partition_size;
   std::string reshard = "default";
   switch (s.kind) {
-    case StrategyKind::DDP: replicate = l.world, shard = 1; break;
+    case StrategyKind::DDP: replicate = l.dp, shard = 1; break;
     case StrategyKind::Zero1:
-    case StrategyKind::Zero2: replicate = 1, shard = l.world, reshard = "never"; break;
-    case StrategyKind::Zero3: replicate = 1, shard = l.world; break;
+    case StrategyKind::Zero2: replicate = 1, shard = l.dp, reshard = "never"; break;
+    case StrategyKind::Zero3: replicate = 1, shard = l.dp; break;
     default: break;
   }
   if (s.kind == StrategyKind::Zero1) note("no ZeRO-1: written as sharding without resharding after forward (zero2)");
@@ -101,7 +102,19 @@ std::string torchtitan_toml(const Scenario& sc, std::vector<std::string>* notes)
   t += fmt::format("data_parallel_replicate_degree = {}\n", replicate);
   t += fmt::format("data_parallel_shard_degree = {}\n", shard);
   t += fmt::format("fsdp_reshard_after_forward = \"{}\"\n", reshard);
-  t += "tensor_parallel_degree = 1\npipeline_parallel_degree = 1\ncontext_parallel_degree = 1\n\n";
+  // torchtitan's TP always shards norms along the sequence (SequenceParallel): micsim's sequence_parallel.
+  t += fmt::format("tensor_parallel_degree = {}\n", mpar.tp);
+  t += fmt::format("pipeline_parallel_degree = {}\n", mpar.pp);
+  if (mpar.pp > 1) {
+    t += fmt::format("pipeline_parallel_schedule = \"{}\"\n", mpar.schedule == PipelineSchedule::GPipe         ? "GPipe"
+                                                              : mpar.schedule == PipelineSchedule::Interleaved ? "Interleaved1F1B"
+                                                                                                               : "1F1B");
+    t += fmt::format("pipeline_parallel_layers_per_stage = {}  # {} layers / ({} stages x {} virtual)\n",
+                     m.layers / (mpar.pp * mpar.virtual_stages), m.layers, mpar.pp, mpar.virtual_stages);
+    t += fmt::format("pipeline_parallel_microbatch_size = {}\n", sc.training.micro_batch);
+  }
+  t += fmt::format("context_parallel_degree = {}\n\n", mpar.cp);
+  if (mpar.tp > 1 && !mpar.sequence_parallel) note("torchtitan's tensor parallelism always uses sequence parallelism on norms; micsim simulated it without");
   t += fmt::format("[activation_checkpoint]\nmode = \"{}\"\n", ac);
   if (!ac_option.empty()) t += fmt::format("selective_ac_option = \"{}\"\n", ac_option);
   t += fmt::format("\n[compile]\nenable = {}\n", sc.training.compile ? "true" : "false");

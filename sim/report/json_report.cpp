@@ -16,6 +16,12 @@ nlohmann::json to_json(const SimulationResult& r) {
   j["nodes"] = r.nodes;
   j["strategy"] = r.strategy;
   j["framework"] = r.framework;
+  if (!r.parallelism.none()) {
+    const ModelParallelism& mp = r.parallelism;
+    j["parallelism"] = {{"tp", mp.tp}, {"pp", mp.pp}, {"cp", mp.cp}, {"dp", r.data_parallel_size}, {"virtual_stages", mp.virtual_stages},
+                        {"schedule", to_string(mp.schedule)}, {"sequence_parallel", mp.sequence_parallel},
+                        {"pipeline_bubble_s", r.pipeline_bubble_s}};
+  }
   j["iteration_time_s_low"] = r.iteration_time_s_low;
   j["iteration_time_s_high"] = r.iteration_time_s_high;
   j["tokens_per_s_low"] = r.tokens_per_s_low;
@@ -126,6 +132,16 @@ SimulationResult result_from_json(const nlohmann::json& j) {
   r.nodes = j.at("nodes");
   r.strategy = j.at("strategy");
   if (j.contains("framework")) r.framework = j.at("framework");
+  if (j.contains("parallelism")) {
+    const auto& m = j.at("parallelism");
+    r.parallelism.tp = m.at("tp"), r.parallelism.pp = m.at("pp"), r.parallelism.cp = m.at("cp");
+    r.parallelism.virtual_stages = m.at("virtual_stages");
+    const std::string sch = m.at("schedule");
+    r.parallelism.schedule = sch == "interleaved" ? PipelineSchedule::Interleaved : sch == "gpipe" ? PipelineSchedule::GPipe : PipelineSchedule::OneFOneB;
+    r.parallelism.sequence_parallel = m.at("sequence_parallel");
+    r.data_parallel_size = m.at("dp");
+    r.pipeline_bubble_s = m.at("pipeline_bubble_s");
+  }
   if (j.contains("iteration_time_s_low")) {
     r.iteration_time_s_low = j.at("iteration_time_s_low"), r.iteration_time_s_high = j.at("iteration_time_s_high");
     r.tokens_per_s_low = j.at("tokens_per_s_low"), r.tokens_per_s_high = j.at("tokens_per_s_high");

@@ -43,8 +43,12 @@ std::string format_summary(const SimulationResult& r) {
   o += fmt::format("micsim simulate: {}  (engine: {})\n", r.scenario, r.engine);
   line("cluster", fmt::format("{} x {} = {} GPUs", r.nodes, r.instance_name, r.world_size));
   line("model", fmt::format("{}: {:.2f} B parameters", r.model_name, r.params / 1e9));
-  line("strategy", fmt::format("{}: model states sharded over {} GPUs, {} replica(s)", r.strategy, r.partition_size,
-                               r.replication_size));
+  line("strategy", fmt::format("{}: model states sharded over {} {}, {} replica(s)", r.strategy, r.partition_size,
+                               r.parallelism.none() ? "GPUs" : "data-parallel ranks", r.replication_size));
+  if (!r.parallelism.none())
+    line("parallelism", fmt::format("{} = {} GPUs per model copy, {} data-parallel rank(s){}", describe(r.parallelism),
+                                    r.parallelism.model_parallel_size(), r.data_parallel_size,
+                                    r.parallelism.pp > 1 ? fmt::format("; pipeline bubble {} per step", human_seconds(r.pipeline_bubble_s)) : ""));
   if (r.framework != "ideal") line("framework", r.framework + " (mechanisms and their sources below)");
   line("batch", fmt::format("{} sequences x {} tokens per step, {} micro-step(s)", r.global_batch, r.seq_len,
                             r.grad_accumulation_steps));

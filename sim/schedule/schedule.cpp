@@ -426,14 +426,14 @@ class Builder {
     for (double bytes : parts) {
       switch (kind) {
         case StrategyKind::DDP:
-          if (last && l.world > 1) reduce(TaskKind::GradAllReduce, CollectiveOp::AllReduce, GroupKind::World, bytes, after);
+          if (last && l.dp > 1) reduce(TaskKind::GradAllReduce, CollectiveOp::AllReduce, GroupKind::World, bytes, after);
           break;
         case StrategyKind::Zero1:
-          if (last && l.world > 1) reduce(TaskKind::GradReduceScatter, scatter, GroupKind::World, bytes, after);
+          if (last && l.dp > 1) reduce(TaskKind::GradReduceScatter, scatter, GroupKind::World, bytes, after);
           break;
         case StrategyKind::Zero2:
         case StrategyKind::Zero3:
-          if (l.world > 1) reduce(TaskKind::GradReduceScatter, scatter, GroupKind::World, bytes, after);
+          if (l.dp > 1) reduce(TaskKind::GradReduceScatter, scatter, GroupKind::World, bytes, after);
           break;
         case StrategyKind::MiCS:
         case StrategyKind::HSDP:
