@@ -45,7 +45,7 @@ double attention_core_activation_bytes(const ModelSpec& m, int64_t b, int64_t s,
 double head_activation_bytes(const ModelSpec& m, int64_t b, int64_t s, Precision p, const ModelParallelism& mp) {
   const double e = bytes_per_element(p);
   const double sb = double(s / mp.cp) * double(b);
-  double logits = sb * double(m.vocab / mp.tp) * (e + 4.0);  // logits, then fp32 softmax for the loss (vocabulary-parallel)
+  double logits = sb * double((m.vocab + mp.tp - 1) / mp.tp) * (e + 4.0);  // logits, then fp32 softmax for the loss (vocabulary-parallel)
   double extra = e * sb * m.hidden * (m.encoder_head != EncoderHead::None ? 4.0 : 1.0) / (mp.sequence_parallel ? mp.tp : 1);  // final norm / MLM transform
   double embedding = (m.dropout ? 1.0 : 0.0) * sb * m.hidden;  // embedding dropout mask
   return logits + extra + embedding;

@@ -230,9 +230,9 @@ Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt) {
   // The logits GEMM needs the (tied) word embedding gathered again.
   head.gather_params = head.params + (model.tied_embeddings && pp == 1 ? model.vocab * h / tp : 0);
   if (model.encoder_head != EncoderHead::None) head.forward.gemms.push_back({T, h / tp, h});  // MLM transform
-  head.forward.gemms.push_back({T, model.vocab / tp, h});                                     // logits (vocabulary-parallel)
+  head.forward.gemms.push_back({T, ((model.vocab + tp - 1) / tp), h});                                     // logits (vocabulary-parallel)
   // Final norm, and the loss: logits read in 16-bit, softmax in fp32 (read+write), gradient written.
-  head.forward.elementwise_bytes = 4 * e * T * h / hsplit + double(T) * double(model.vocab / tp) * (e + 8);
+  head.forward.elementwise_bytes = 4 * e * T * h / hsplit + double(T) * double(((model.vocab + tp - 1) / tp)) * (e + 8);
   head.forward.kernels = 6;
   head.backward = backward_of(head.forward, false);
   w.units.push_back(head);

@@ -236,8 +236,8 @@ ModelParallelism parse_parallelism(const YamlNode& n, const ClusterSpec& c, cons
     mp.tp = int(v->as_int_in(1, world));
     if (model.heads % mp.tp != 0 || model.kv_heads % mp.tp != 0)
       v->fail(fmt::format("a divisor of the model's {} attention heads and {} key/value heads, got {}", model.heads, model.kv_heads, mp.tp));
-    if (model.ffn % mp.tp != 0 || model.vocab % mp.tp != 0)
-      v->fail(fmt::format("a divisor of the FFN width {} and the vocabulary {}, got {}", model.ffn, model.vocab, mp.tp));
+    // (The vocabulary need not divide: Megatron-LM pads it to a multiple of 128·tp.)
+    if (model.ffn % mp.tp != 0) v->fail(fmt::format("a divisor of the FFN width {}, got {}", model.ffn, mp.tp));
     if (mp.tp > g)
       warnings.push_back(fmt::format("{}: parallelism.tp: {} is more than the {} GPUs of a node: tensor-parallel collectives cross the "
                                      "network twice per block and pass (slow; Megatron-LM keeps tp within the NVLink domain)",
