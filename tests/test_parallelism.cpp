@@ -188,3 +188,28 @@ TEST_CASE("the SimGrid engine runs a 3-D step and agrees with the analytic engin
   // Jitter is sampled in SimGrid and taken in expectation analytically: a few per cent apart at most.
   CHECK(double(js["iteration_time_s"]) == doctest::Approx(double(ja["iteration_time_s"])).epsilon(0.05));
 }
+
+TEST_CASE("a 3-D configuration hands off Megatron-LM arguments and torchtitan TP/PP degrees that multiply to the world") {
+  const std::string dir = temp_dir("handoff3d");
+  REQUIRE(!dir.empty());
+  const std::string path = dir + "/s.yaml";
+  {
+    std::ofstream f(path);
+    f << gpt175(8, "{tp: 8, pp: 8, virtual_stages: 3}", 64, "zero1");
+  }
+  Cmd c = run_cli("simulate " + path + " -q --handoff-dir " + dir + "/out");
+  REQUIRE(c.status == 0);
+  const std::string args = read_text(dir + "/out/megatron_args.sh");
+  CHECK(args.find("--tensor-model-parallel-size 8") != std::string::npos);
+  CHECK(args.find("--pipeline-model-parallel-size 8") != std::string::npos);
+  CHECK(args.find("--num-layers-per-virtual-pipeline-stage 4") != std::string::npos);  // 96 / (8 x 3)
+  CHECK(args.find("--sequence-parallel") != std::string::npos);
+  CHECK(args.find("--use-distributed-optimizer") != std::string::npos);
+  CHECK(args.find("--recompute-granularity selective") != std::string::npos);
+  const std::string toml = read_text(dir + "/out/torchtitan.toml");
+  CHECK(toml.find("tensor_parallel_degree = 8") != std::string::npos);
+  CHECK(toml.find("pipeline_parallel_schedule = \"Interleaved1F1B\"") != std::string::npos);
+  Cmd check = run_shell(std::string(MICSIM_SOURCE_DIR) + "/scripts/check-handoff " + dir + "/out --world 64 2>&1");
+  CHECK_MESSAGE(check.status == 0, check.output);
+  run_shell("rm -rf '" + dir + "'");
+}

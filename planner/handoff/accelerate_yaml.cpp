@@ -23,12 +23,12 @@ const char* layer_class(const ModelSpec& m) {
 
 std::string accelerate_yaml(const Scenario& sc, std::vector<std::string>* notes) {
   const auto& s = sc.strategy;
-  const ParallelLayout l = make_layout(s, sc.cluster.nodes, sc.cluster.instance.gpus_per_node);
+  const ParallelLayout l = make_layout(s, sc.cluster.nodes, sc.cluster.instance.gpus_per_node, sc.parallelism);
   auto note = [&](const std::string& n) {
     if (notes) notes->push_back("accelerate: " + n);
   };
   int replicate = l.replication_size, shard = l.partition_size;
-  if (s.kind == StrategyKind::Zero1 || s.kind == StrategyKind::Zero2 || s.kind == StrategyKind::Zero3) replicate = 1, shard = l.world;
+  if (s.kind == StrategyKind::Zero1 || s.kind == StrategyKind::Zero2 || s.kind == StrategyKind::Zero3) replicate = 1, shard = l.dp;
   YAML::Emitter y;
   y << YAML::BeginMap;
   y << YAML::Key << "compute_environment" << YAML::Value << "LOCAL_MACHINE";

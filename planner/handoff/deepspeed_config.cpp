@@ -36,7 +36,7 @@ DeepSpeedHandoff deepspeed_handoff(const Scenario& sc) {
     default: z["stage"] = 3; break;
   }
   if (s.kind == StrategyKind::MiCS) {
-    ParallelLayout l = make_layout(s, sc.cluster.nodes, sc.cluster.instance.gpus_per_node);
+    ParallelLayout l = make_layout(s, sc.cluster.nodes, sc.cluster.instance.gpus_per_node, sc.parallelism);
     z["mics_shard_size"] = l.partition_size;
     z["mics_hierarchical_params_gather"] = l.hierarchical;
     out.notes.push_back("MiCS: build the model inside `with deepspeed.zero.MiCS_Init(config_dict_or_path=\"ds_config.json\"):` "

@@ -223,16 +223,16 @@ const char* dtype_name(Precision p) {
 
 std::string fsdp2_script(const Scenario& sc, const SimulationResult* predicted) {
   const auto& s = sc.strategy;
-  const ParallelLayout l = make_layout(s, sc.cluster.nodes, sc.cluster.instance.gpus_per_node);
+  const ParallelLayout l = make_layout(s, sc.cluster.nodes, sc.cluster.instance.gpus_per_node, sc.parallelism);
   const ModelSpec& m = sc.model;
   // FSDP2 expresses DDP as a shard dimension of 1, ZeRO-1/2 as sharding without resharding after forward.
   int replicate = l.replication_size, shard = l.partition_size;
   std::string note;
   switch (s.kind) {
-    case StrategyKind::DDP: replicate = l.world, shard = 1; break;
+    case StrategyKind::DDP: replicate = l.dp, shard = 1; break;
     case StrategyKind::Zero1:
     case StrategyKind::Zero2:
-    case StrategyKind::Zero3: replicate = 1, shard = l.world; break;
+    case StrategyKind::Zero3: replicate = 1, shard = l.dp; break;
     default: break;
   }
   if (s.kind == StrategyKind::Zero1) note = "FSDP2 has no ZeRO-1: parameters and gradients are sharded too (as zero2).";

@@ -41,8 +41,16 @@ std::string chrome_trace(const PreparedSimulation& p, const std::vector<TracedNo
   };
   for (const auto& tn : nodes) {
     const int g_per_node = p.layout.gpus_per_node;
-    emit(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":"node {} (GPUs {}-{}){}"}}}})", tn.node, tn.node,
-                     tn.node * g_per_node, tn.node * g_per_node + g_per_node - 1, engine == "analytic" ? ", representative GPU" : ""));
+    // With pipeline parallelism: which stage the node's GPUs hold (the simulated step is the last stage's).
+    std::string stage;
+    const ModelParallelism& mp = p.layout.mp;
+    if (mp.pp > 1) {
+      const int per_stage = mp.tp * mp.cp * p.layout.dp;
+      stage = engine == "analytic" ? fmt::format(", pipeline stage {} of {} (the last: it sets the pace)", mp.pp - 1, mp.pp)
+                                   : fmt::format(", pipeline stage {} of {}", tn.node * g_per_node / per_stage, mp.pp);
+    }
+    emit(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"args":{{"name":"node {} (GPUs {}-{}){}{}"}}}})", tn.node, tn.node,
+                     tn.node * g_per_node, tn.node * g_per_node + g_per_node - 1, engine == "analytic" ? ", representative GPU" : "", stage));
     emit(fmt::format(R"({{"ph":"M","name":"process_sort_index","pid":{},"args":{{"sort_index":{}}}}})", tn.node, tn.node));
     for (int s = 0; s < kStreamCount; ++s)
       if ((s != int(StreamId::Host) || has_host) && (s != int(StreamId::ModelParallel) || has_mp))
