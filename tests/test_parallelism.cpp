@@ -213,3 +213,23 @@ TEST_CASE("a 3-D configuration hands off Megatron-LM arguments and torchtitan TP
   CHECK_MESSAGE(check.status == 0, check.output);
   run_shell("rm -rf '" + dir + "'");
 }
+
+TEST_CASE("3-D simulate and plan JSON validate against their schemas") {
+  if (std::system("/usr/bin/python3 -c 'import jsonschema' >/dev/null 2>&1") != 0) {
+    MESSAGE("skipped: python3-jsonschema is not installed");
+    return;
+  }
+  const std::string dir = temp_dir("schema3d");
+  REQUIRE(!dir.empty());
+  Cmd s = run_cli("simulate " + std::string(MICSIM_SOURCE_DIR) + "/scenarios/3d/gpt-175b-3d-vs-mics.yaml --set parallelism.tp=4 "
+                  "--set parallelism.pp=4 --set strategy.kind=zero1 -q --json " + dir + "/s.json");
+  REQUIRE(s.status == 0);
+  Cmd p = run_cli("plan " + std::string(MICSIM_SOURCE_DIR) + "/scenarios/3d/gpt-175b-3d-vs-mics.yaml --instances p5.48xlarge --refine 0 -q --json " +
+                  dir + "/p.json");
+  REQUIRE(p.status == 0);
+  for (auto [schema, file] : std::vector<std::pair<std::string, std::string>>{{"simulate", "/s.json"}, {"plan", "/p.json"}}) {
+    Cmd c = run_shell("/usr/bin/python3 " + std::string(MICSIM_SOURCE_DIR) + "/scripts/check-json-schema " + schema + " " + dir + file + " 2>&1");
+    CHECK_MESSAGE(c.status == 0, c.output);
+  }
+  run_shell("rm -rf '" + dir + "'");
+}
