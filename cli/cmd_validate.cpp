@@ -140,10 +140,11 @@ int run_megatron_validation(const std::string& dir, const std::string& json_path
   for (const auto& p : preds) {
     const MegatronRow& r = *p.row;
     const bool memory = r.metric.find("memory") != std::string::npos;
-    const bool kor = r.id.rfind("kor22-", 0) == 0, zero3 = r.strategy == "zero3";
-    const std::string group = memory  ? "kor22 activation memory (analytic)"
-                              : kor   ? "kor22 step time (tp, pp, sp, recompute)"
-                              : zero3 ? "nar21 ZeRO-3 baseline (DeepSpeed 2021)"
+    const bool kor = r.id.rfind("kor22-", 0) == 0, tt = r.id.rfind("tt24dec-", 0) == 0, zero3 = r.strategy == "zero3";
+    const std::string group = tt      ? (memory ? "tt24dec peak memory (FSDP2 + TP/PP/CP)" : "tt24dec tokens/s (FSDP2 + TP/PP/CP, H100)")
+                              : memory ? "kor22 activation memory (analytic)"
+                              : kor    ? "kor22 step time (tp, pp, sp, recompute)"
+                              : zero3  ? "nar21 ZeRO-3 baseline (DeepSpeed 2021)"
                               : r.pp > 1 ? "nar21 PTD-P (tp x pp)"
                                          : "nar21 tp only (micro-batch not stated)";
     groups[group].push_back(p.error());
@@ -179,7 +180,7 @@ int run_megatron_validation(const std::string& dir, const std::string& json_path
     for (double e : all_time) mape += std::fabs(e), signed_sum += e;
     mape /= double(all_time.size()), signed_sum /= double(all_time.size());
     const auto s = summarize_errors(all_time);
-    text += fmt::format("  {:<42}{:>4} rows  MAPE {:5.1f} %  mean signed {:+5.1f} %  median {:.1f} %  p90 {:.1f} %\n", "all Megatron-LM rows (not the ZeRO-3 baseline)",
+    text += fmt::format("  {:<42}{:>4} rows  MAPE {:5.1f} %  mean signed {:+5.1f} %  median {:.1f} %  p90 {:.1f} %\n", "all step-time / throughput rows (not ZeRO-3)",
                         all_time.size(), 100 * mape, 100 * signed_sum, 100 * s.median_abs, 100 * s.p90_abs);
     j["mape"] = mape;
     j["mean_signed_error"] = signed_sum;

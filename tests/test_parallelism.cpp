@@ -149,6 +149,14 @@ TEST_CASE("published Megatron-LM runs (Korthikanti 2022 Table 5, Narayanan 2021 
   REQUIRE(n >= 18);
   CHECK(sum / n <= 0.05);
   CHECK(std::fabs(signed_sum / n) <= 0.03);
+  // torchtitan's FSDP2 + TP/PP/CP tables (Dec 2024, H100): tokens/s within 10 % on average (a guard on
+  // today's 9 %; the long-context rows are the worst).
+  double tt = 0;
+  int m = 0;
+  for (const auto& p : preds)
+    if (p.row->id.rfind("tt24dec-", 0) == 0 && p.row->metric == "tokens_per_s_per_gpu") tt += std::fabs(p.error()), ++m;
+  REQUIRE(m >= 10);
+  CHECK(tt / m <= 0.10);
 }
 
 TEST_CASE("parallelism errors name the key and what it must divide") {
@@ -162,14 +170,18 @@ TEST_CASE("parallelism errors name the key and what it must divide") {
   };
   CHECK(error_of(gpt175(8, "{tp: 5}")).find("parallelism.tp") != std::string::npos);
   CHECK(error_of(gpt175(8, "{tp: 5}")).find("96 attention heads") != std::string::npos);
-  CHECK(error_of(gpt175(8, "{tp: 8, pp: 5}")).find("96 layers") != std::string::npos);
-  CHECK(error_of(gpt175(8, "{tp: 8, pp: 4, virtual_stages: 5}")).find("parallelism.virtual_stages") != std::string::npos);
+  CHECK(error_of(gpt175(8, "{tp: 8, pp: 4, virtual_stages: 25}")).find("parallelism.virtual_stages") != std::string::npos);
+  CHECK(error_of(gpt175(8, "{tp: 8, pp: 4, virtual_stages: 25}")).find("96 layers") != std::string::npos);
+  // Uneven stages are allowed (Megatron-LM and torchtitan support them), with a warning naming the fullest stage.
+  const Scenario uneven = parse_scenario_text(gpt175(8, "{tp: 8, pp: 4, virtual_stages: 5}"), "<p>");
+  REQUIRE(!uneven.warnings.empty());
+  CHECK(uneven.warnings.back().find("fullest stage holds 25 layers") != std::string::npos);
   CHECK(error_of(gpt175(8, "{tp: 8, pp: 3}")).find("must divide the 64 GPUs") != std::string::npos);
   CHECK(error_of(gpt175(8, "{tp: 8, schedule: interleaved, pp: 2}")).find("virtual_stages") != std::string::npos);
   CHECK(error_of(gpt175(8, "{cp: 3}")).find("parallelism.cp") != std::string::npos);
   CHECK(error_of(gpt175(8, "{tp: 8, pp: 2}", 63)).find("training.global_batch") != std::string::npos);
   // Through the CLI: exit status 2, file and key named.
-  const std::string path = temp_file("bad-pp.yaml", gpt175(8, "{tp: 8, pp: 5}"));
+  const std::string path = temp_file("bad-pp.yaml", gpt175(8, "{tp: 8, pp: 5}"));  // 8 x 5 does not divide 64 GPUs
   Cmd c = run_cli("simulate " + path);
   CHECK(c.status == 2);
   CHECK(c.output.find("parallelism.pp") != std::string::npos);

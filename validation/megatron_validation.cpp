@@ -33,8 +33,14 @@ double num(const std::string& s) {
   return end && *end == '\0' ? v : NAN;
 }
 
+MegatronRow read_torchtitan_row(const CsvTable& t, const CsvRow& r);
+
 // One row of the shared header (validation/data/megatron/README.md) into a row to score, or a skip.
 MegatronRow read_row(const CsvTable& t, const CsvRow& r) {
+  {
+    const int c = t.column("id");
+    if (c >= 0 && r.fields[size_t(c)].rfind("tt24dec-", 0) == 0) return read_torchtitan_row(t, r);
+  }
   auto f = [&](const char* k) {
     int c = t.column(k);
     return c >= 0 && c < int(r.fields.size()) ? r.fields[size_t(c)] : std::string();
@@ -128,11 +134,93 @@ MegatronRow read_row(const CsvTable& t, const CsvRow& r) {
   return row;
 }
 
+// torchtitan's December 2024 H100 tables (FSDP2 with TP, PP, CP, torch.compile and Float8): the rows
+// with model parallelism (the FSDP-only ones are in the training corpus). Tokens/s per GPU and peak
+// memory per GPU are compared.
+MegatronRow read_torchtitan_row(const CsvTable& t, const CsvRow& r) {
+  auto f = [&](const char* k) {
+    int c = t.column(k);
+    return c >= 0 && c < int(r.fields.size()) ? r.fields[size_t(c)] : std::string();
+  };
+  MegatronRow row;
+  row.id = f("id"), row.file = t.file, row.line = r.line, row.source = f("source"), row.table = f("table"), row.metric = f("metric");
+  row.published = num(f("value"));
+  auto skip = [&](const std::string& why) {
+    row.skip_reason = why;
+    return row;
+  };
+  if (row.metric != "tokens_per_s_per_gpu" && row.metric != "memory_gb_per_gpu") return skip(fmt::format("metric {} is not predicted", row.metric));
+  row.gpus = int(num(f("gpus")));
+  row.tp = int(num(f("tp"))), row.pp = int(num(f("pp")));
+  const int cp = int(num(f("cp")));
+  if (row.tp * row.pp * cp == 1) return skip("FSDP only: scored in the training corpus (validation/data/training-corpus/torchtitan-perf.csv)");
+  row.dp = int(num(f("dp")));
+  row.strategy = "zero3";
+  const std::string notes = f("notes"), table = f("table");
+  const double layers = num(f("layers")), seq = num(f("seq_len"));
+  double local = num(f("micro_batch")), gb = num(f("global_batch"));
+  // Local batch per data-parallel rank: "local batch size N" in the notes when the column is empty.
+  if (!(local > 0)) {
+    const auto at = notes.find("local batch size ");
+    if (at != std::string::npos) local = num(notes.substr(at + 17, notes.find_first_not_of("0123456789", at + 17) - at - 17));
+  }
+  if (!(local > 0)) return skip("local batch size not stated");
+  double mb = local;
+  if (row.pp > 1) {
+    // torchtitan's default: as many pipeline micro-batches as stages.
+    mb = std::max(1.0, local / row.pp);
+    row.assumptions.push_back(fmt::format("{} pipeline micro-batches of {} (torchtitan's default: one per stage)", row.pp, int(mb)));
+  }
+  if (!(gb > 0)) gb = local * row.dp, row.assumptions.push_back(fmt::format("global batch {} (local x dp; not stated)", int(gb)));
+  std::string schedule = f("schedule");
+  int v = 1;
+  if (schedule == "interleaved") v = 2, row.assumptions.push_back("2 virtual stages (not stated)");
+  row.virtual_stages = v;
+  const bool fp8 = table.find("Float8") != std::string::npos, compile = table.find("torch.compile") != std::string::npos;
+  const bool async_tp = table.find("AsyncTP") != std::string::npos || notes.find("AsyncTP") != std::string::npos;
+  row.assumptions.push_back("H100 96 GB (500 W) taken as H100-SXM-80GB; 8 x 400 Gb/s RDMA taken as InfiniBand NDR (as the corpus does)");
+
+  YAML::Node y;
+  y["name"] = row.id;
+  YAML::Node inst = y["cluster"]["instance"];
+  inst["gpu"] = "H100-SXM-80GB";
+  inst["gpus_per_node"] = 8;
+  inst["intra_node"]["kind"] = "nvlink";
+  inst["intra_node"]["gbytes_per_s"] = 370.8;
+  inst["intra_node"]["nvls"] = true;
+  inst["network"]["nics"] = 8;
+  inst["network"]["gbits_per_nic"] = 400;
+  inst["network"]["fabric"] = "infiniband-ndr";
+  y["cluster"]["nodes"] = row.gpus / 8;
+  YAML::Node m = y["model"];
+  m["arch"] = "llama";
+  m["layers"] = int64_t(layers), m["hidden"] = int64_t(num(f("hidden"))), m["heads"] = int64_t(num(f("heads")));
+  m["kv_heads"] = int64_t(num(f("kv_heads"))), m["ffn"] = int64_t(num(f("ffn"))), m["vocab"] = int64_t(num(f("vocab")));
+  YAML::Node tr = y["training"];
+  tr["seq_len"] = int64_t(seq), tr["micro_batch"] = int64_t(mb), tr["global_batch"] = int64_t(gb);
+  tr["precision"] = fp8 ? "fp8" : "bf16";
+  tr["compile"] = compile;
+  const std::string rc = f("recompute");
+  tr["activation_checkpointing"] = rc == "selective" ? "selective-op" : rc.empty() ? "full" : rc;
+  YAML::Node par = y["parallelism"];
+  par["tp"] = row.tp, par["pp"] = row.pp, par["cp"] = cp;
+  if (row.pp > 1) par["schedule"] = v > 1 ? "interleaved" : "1f1b";
+  if (v > 1) par["virtual_stages"] = v;
+  par["sequence_parallel"] = row.tp > 1;
+  if (async_tp && row.tp > 1) par["tp_comm_overlap"] = true;
+  y["strategy"]["kind"] = "zero3";
+  y["strategy"]["framework"] = "fsdp2";
+  YAML::Emitter e;
+  e << y;
+  row.scenario_yaml = std::string(e.c_str()) + "\n";
+  return row;
+}
+
 }  // namespace
 
 std::vector<MegatronRow> load_megatron_rows(const std::string& dir) {
   std::vector<MegatronRow> out;
-  for (const char* name : {"narayanan2021.csv", "korthikanti2022.csv"}) {
+  for (const char* name : {"narayanan2021.csv", "korthikanti2022.csv", "fsdp-tp.csv"}) {
     const std::string path = (std::filesystem::path(dir) / name).string();
     if (!std::filesystem::exists(path)) throw InputError({dir, 0, 0}, "", fmt::format("a directory with {} (validation/data/megatron)", name));
     CsvTable t = load_csv(path);
@@ -160,9 +248,16 @@ std::vector<MegatronPrediction> predict_megatron(const std::vector<MegatronRow>&
       out.push_back(pr);
       continue;
     }
+    if (row.metric == "memory_gb_per_gpu") {
+      // torchtitan reports the allocator's peak (GiB): micsim's peak without the CUDA context and reserve.
+      pr.predicted = pr.peak_memory_gib;
+      out.push_back(pr);
+      continue;
+    }
     SimulationResult r = simulate_analytic(p);
     pr.predicted_time_s = r.iteration_time_s;
-    if (row.metric == "iteration_time_s") pr.predicted = r.iteration_time_s;
+    if (row.metric == "tokens_per_s_per_gpu") pr.predicted = r.tokens_per_s / r.world_size;
+    else if (row.metric == "iteration_time_s") pr.predicted = r.iteration_time_s;
     else pr.predicted = row.published * row.published_time_s / r.iteration_time_s;  // TFLOP/s and MFU scale as 1/time
     out.push_back(pr);
   }

@@ -24,9 +24,16 @@ struct ModelParallelism {
   int virtual_stages = 1;                      // model chunks per pipeline stage (interleaved schedule)
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   bool sequence_parallel = false;              // default true when tp > 1 (set by the scenario loader)
+  bool tp_comm_overlap = false;                // forward TP collectives overlapped with the GEMMs too (Megatron
+                                               // --tp-comm-overlap, torchtitan async TP); backward ones always are
 
   int model_parallel_size() const { return tp * pp * cp; }
   bool none() const { return tp == 1 && pp == 1 && cp == 1; }
+  // Layers on the fullest stage: v chunks of ceil(L / (pp·v)) layers (all L without pipelining).
+  int stage_layers(int layers) const {
+    const int chunks = pp * virtual_stages;
+    return pp <= 1 ? layers : virtual_stages * ((layers + chunks - 1) / chunks);
+  }
   // Ranks between two consecutive data-parallel ranks (Megatron order: tp, cp, dp, pp).
   int dp_stride() const { return tp * cp; }
 

@@ -200,7 +200,7 @@ Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt) {
   if (!opt.flash_attention)
     core.elementwise_bytes = double(opt.micro_batch) * (model.heads / tp) * double(opt.seq_len / cp) * double(opt.seq_len) * e * 4;
   core.kernels = opt.flash_attention ? 1 : 4;
-  w.stage_layers = model.layers / pp;
+  w.stage_layers = std::min(model.layers, mp.stage_layers(model.layers));
   const std::vector<int64_t> tensors = split(block_tensors(model));
   int64_t block_params = 0;
   for (int64_t x : tensors) block_params += x;

@@ -229,7 +229,7 @@ void parse_framework(const YamlNode& n, StrategySpec& s) {
 // change: heads by tp, layers by pp x virtual_stages, sequence by cp, GPUs by tp x pp x cp.
 ModelParallelism parse_parallelism(const YamlNode& n, const ClusterSpec& c, const ModelSpec& model, const TrainingSpec& t,
                                    std::vector<std::string>& warnings) {
-  n.check_keys({"tp", "pp", "cp", "virtual_stages", "schedule", "sequence_parallel"});
+  n.check_keys({"tp", "pp", "cp", "virtual_stages", "schedule", "sequence_parallel", "tp_comm_overlap"});
   ModelParallelism mp;
   const int world = c.world_size(), g = c.instance.gpus_per_node;
   if (auto v = n.get("tp")) {
@@ -268,12 +268,21 @@ ModelParallelism parse_parallelism(const YamlNode& n, const ClusterSpec& c, cons
   }
   if (mp.schedule == PipelineSchedule::Interleaved && mp.virtual_stages == 1 && mp.pp > 1)
     n.at("schedule").fail("schedule interleaved needs virtual_stages >= 2 (model chunks per stage)");
-  if (model.layers % (mp.pp * mp.virtual_stages) != 0) {
+  if (mp.pp * mp.virtual_stages > model.layers) {
     auto key = n.has("virtual_stages") ? n.at("virtual_stages") : n.at("pp");
-    key.fail(fmt::format("pp x virtual_stages = {} x {} must divide the model's {} layers", mp.pp, mp.virtual_stages, model.layers));
+    key.fail(fmt::format("pp x virtual_stages = {} x {} at most the model's {} layers", mp.pp, mp.virtual_stages, model.layers));
+  }
+  if (model.layers % (mp.pp * mp.virtual_stages) != 0) {
+    // Allowed (Megatron-LM --decoder-first/last-pipeline-num-layers, torchtitan's uneven stages): the
+    // fullest stage sets the pace, and it is the one simulated.
+    auto key = n.has("virtual_stages") ? n.at("virtual_stages") : n.at("pp");
+    warnings.push_back(fmt::format("{}: parallelism: pp x virtual_stages = {} x {} does not divide the model's {} layers: the "
+                                   "fullest stage holds {} layers and sets the pace",
+                                   key.location().str(), mp.pp, mp.virtual_stages, model.layers, mp.stage_layers(model.layers)));
   }
   mp.sequence_parallel = mp.tp > 1;
   if (auto v = n.get("sequence_parallel")) mp.sequence_parallel = v->as_bool() && mp.tp > 1;
+  if (auto v = n.get("tp_comm_overlap")) mp.tp_comm_overlap = v->as_bool() && mp.tp > 1;
   if (world % mp.model_parallel_size() != 0) {
     const char* key = n.has("pp") ? "pp" : n.has("cp") ? "cp" : "tp";
     n.at(key).fail(fmt::format("tp x pp x cp = {} x {} x {} = {} must divide the {} GPUs ({} nodes x {})", mp.tp, mp.pp, mp.cp,

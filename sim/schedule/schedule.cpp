@@ -146,8 +146,10 @@ class Builder {
           deps = {uint32_t(add_copy(TaskKind::ParamCopyOut, use.unit, m, fw_.copy_out * pe_ * double(w_.units[use.unit].gather_params), deps))};
         int64_t done;
         if (!use.backward) {
+          const int64_t before = prev_compute_;
           done = add_compute(TaskKind::Forward, use.unit, m, deps);
-          add_tensor_parallel(unit, m, done, TaskKind::Forward);
+          // Overlapped (async TP): the collectives start with the block and the next block waits.
+          add_tensor_parallel(unit, m, in_.layout.mp.tp_comm_overlap ? before : done, TaskKind::Forward);
         } else {
           const bool recompute = !unit.recompute.empty();
           std::vector<uint32_t> bdeps = recompute ? std::vector<uint32_t>{} : deps;
