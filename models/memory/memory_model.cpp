@@ -110,6 +110,10 @@ MemoryEstimate estimate_memory(const Workload& w, const ShardingSpec& s, const A
   auto grad_buffer_bytes = [&](bool gathers) { return pe * std::max(bucket, gathers ? largest_unit : 0.0) * s.grad_buckets_in_flight; };
   if (s.gathers_parameters) m.gathered_params_bytes = pe * live_params;
   m.grad_buffer_bytes = grad_buffer_bytes(s.gathers_parameters);
+  if (s.unsharded_through_step) {
+    m.gathered_params_bytes = pe * psi;  // the stage's parameters, gathered once
+    m.grad_buffer_bytes = 4.0 * psi;     // unsharded fp32 gradients accumulated over the micro-batches
+  }
   // Mixed precision: the optimizer step works on an fp32 copy of the local gradient shard.
   m.optimizer_temp_bytes = prec == Precision::FP32 ? 0.0 : 4.0 * psi / s.optimizer_shards;
 

@@ -29,6 +29,7 @@ std::string megatron_args(const Scenario& sc, std::vector<std::string>* notes) {
   if (mp.virtual_stages > 1) arg(fmt::format("--num-layers-per-virtual-pipeline-stage {}", m.layers / (mp.pp * mp.virtual_stages)));
   if (mp.cp > 1) arg(fmt::format("--context-parallel-size {}", mp.cp));
   if (mp.sequence_parallel && mp.tp > 1) arg("--sequence-parallel");
+  if (mp.tp_comm_overlap && mp.tp > 1) arg("--tp-comm-overlap");
   arg(fmt::format("--num-layers {}", m.layers));
   arg(fmt::format("--hidden-size {}", m.hidden));
   arg(fmt::format("--ffn-hidden-size {}", m.ffn));

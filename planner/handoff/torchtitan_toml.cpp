@@ -104,6 +104,7 @@ std::string torchtitan_toml(const Scenario& sc, std::vector<std::string>* notes)
   t += fmt::format("fsdp_reshard_after_forward = \"{}\"\n", reshard);
   // torchtitan's TP always shards norms along the sequence (SequenceParallel): micsim's sequence_parallel.
   t += fmt::format("tensor_parallel_degree = {}\n", mpar.tp);
+  if (mpar.tp > 1 && mpar.tp_comm_overlap) t += "enable_async_tensor_parallel = true\n";
   t += fmt::format("pipeline_parallel_degree = {}\n", mpar.pp);
   if (mpar.pp > 1) {
     t += fmt::format("pipeline_parallel_schedule = \"{}\"\n", mpar.schedule == PipelineSchedule::GPipe         ? "GPipe"

@@ -82,6 +82,10 @@ ShardingSpec make_sharding(const StrategySpec& s, const ParallelLayout& l, const
     case StrategyKind::HSDP: sh.optimizer_shards = sh.grad_shards = sh.param_shards = p; break;
   }
   sh.gathers_parameters = sh.param_shards > 1;
+  // torchtitan/distributed/fsdp.py get_fsdp_reshard_after_forward_policy: "default" is
+  // `not parallel_dims.pp_enabled` ("for PP, do not reshard after forward to avoid per-microbatch
+  // all-gathers"); PyTorch pipelining syncs FSDP gradients only in the last micro-batch's backward.
+  sh.unsharded_through_step = sh.gathers_parameters && l.mp.pp > 1 && s.framework && s.framework->family == "fsdp2";
   const double block = double(w.rank_block_params);
   sh.prefetch_units = std::max(1, int(std::floor(s.prefetch_bucket_elements / std::max(1.0, block))));
   sh.max_live_parameters = s.max_live_parameters;
