@@ -143,6 +143,7 @@ int run_megatron_validation(const std::string& dir, const std::string& json_path
     const bool kor = r.id.rfind("kor22-", 0) == 0, tt = r.id.rfind("tt24dec-", 0) == 0, zero3 = r.strategy == "zero3";
     const std::string group = tt      ? (memory ? "tt24dec peak memory (FSDP2 + TP/PP/CP)" : "tt24dec tokens/s (FSDP2 + TP/PP/CP, H100)")
                               : memory ? "kor22 activation memory (analytic)"
+                              : kor && r.metric.find("per_layer") != std::string::npos ? "kor22 one layer, Table 4 (22B, tp 8)"
                               : kor    ? "kor22 step time (tp, pp, sp, recompute)"
                               : zero3  ? "nar21 ZeRO-3 baseline (DeepSpeed 2021)"
                               : r.pp > 1 ? "nar21 PTD-P (tp x pp)"

@@ -52,7 +52,9 @@ MegatronRow read_row(const CsvTable& t, const CsvRow& r) {
     row.skip_reason = why;
     return row;
   };
-  const bool time_metric = row.metric == "tflops_per_gpu" || row.metric == "iteration_time_s" || row.metric == "mfu";
+  const bool per_layer = row.metric == "forward_time_ms_per_layer" || row.metric == "backward_time_ms_per_layer" ||
+                         row.metric == "fwd_bwd_time_ms_per_layer";
+  const bool time_metric = row.metric == "tflops_per_gpu" || row.metric == "iteration_time_s" || row.metric == "mfu" || per_layer;
   const bool memory_metric = row.metric == "activation_memory_saving_percent_analytic";
   if (!time_metric && !memory_metric) return skip(fmt::format("metric {} is not predicted", row.metric));
   if (f("gpu").rfind("A100", 0) != 0) return skip("not a Selene A100 row");
@@ -129,6 +131,7 @@ MegatronRow read_row(const CsvTable& t, const CsvRow& r) {
     row.published_time_s = narayanan_flops_per_iteration(gb, seq, layers, hidden, vocab) / (row.published * 1e12 * row.gpus);
   else if (row.metric == "iteration_time_s")
     row.published_time_s = row.published;
+  if (per_layer) row.assumptions.push_back("one block in the middle of the step, tensor-parallel collectives included");
   else if (row.metric == "mfu")
     row.published_time_s = korthikanti_model_flops(gb, seq, layers, hidden, vocab) / (row.published / 100 * kA100PeakFp16 * row.gpus);
   return row;
@@ -256,6 +259,26 @@ std::vector<MegatronPrediction> predict_megatron(const std::vector<MegatronRow>&
     }
     SimulationResult r = simulate_analytic(p);
     pr.predicted_time_s = r.iteration_time_s;
+    if (row.metric.find("_ms_per_layer") != std::string::npos) {
+      // One block in the middle of the step: from the start of its forward (or backward) to the start of
+      // the next block's, so the blocking tensor-parallel collectives (and a recomputation) are included.
+      const TaskGraph& g = p.graph;
+      const int u = p.workload.first_block() + p.workload.stage_layers / 2;
+      double f0 = -1, f1 = -1, b0 = -1, b1 = -1;
+      for (size_t i = 0; i < g.size(); ++i) {
+        const Task& t = g[i];
+        if (t.micro_step != 0) continue;
+        const double start = r.timeline.tasks[i].start;
+        if (t.kind == TaskKind::Forward && t.unit == u) f0 = start;
+        if (t.kind == TaskKind::Forward && t.unit == u + 1) f1 = start;
+        if ((t.kind == TaskKind::Recompute || t.kind == TaskKind::Backward) && t.unit == u && b0 < 0) b0 = start;
+        if ((t.kind == TaskKind::Recompute || t.kind == TaskKind::Backward) && t.unit == u - 1 && b1 < 0) b1 = start;
+      }
+      const double fwd = 1e3 * (f1 - f0), bwd = 1e3 * (b1 - b0);
+      pr.predicted = row.metric == "forward_time_ms_per_layer" ? fwd : row.metric == "backward_time_ms_per_layer" ? bwd : fwd + bwd;
+      out.push_back(pr);
+      continue;
+    }
     if (row.metric == "tokens_per_s_per_gpu") pr.predicted = r.tokens_per_s / r.world_size;
     else if (row.metric == "iteration_time_s") pr.predicted = r.iteration_time_s;
     else pr.predicted = row.published * row.published_time_s / r.iteration_time_s;  // TFLOP/s and MFU scale as 1/time

@@ -138,7 +138,7 @@ class Builder {
         // Model parallelism: the stage's input arrives from its neighbour, ring attention's keys and
         // values travel while the block computes, and the previous block's tensor-parallel collectives
         // must be done (they sit between its GEMMs and this one's).
-        if (i == 0 && in_.layout.mp.pp > 1) mp_waits_.push_back(add_pipeline_send(m, false));
+        if (i == 0 && in_.layout.mp.pp > 1) mp_waits_.push_back(add_pipeline_send(m));
         if (w_.cp_kv_bytes > 0 && unit.kind == UnitKind::Block) add_context_exchange(use.unit, m, use.backward);
         deps.insert(deps.end(), mp_waits_.begin(), mp_waits_.end());
         mp_waits_.clear();
@@ -186,7 +186,7 @@ class Builder {
         if (!host_) issue_ahead_until(i + depth + 1, done);
       }
       // The stage's input gradient goes back to its neighbour before the next micro-batch's work.
-      if (in_.layout.mp.pp > 1) mp_waits_.push_back(add_pipeline_send(m, true));
+      if (in_.layout.mp.pp > 1) mp_waits_.push_back(add_pipeline_send(m));
     }
 
     // Optimizer step on the local shard, after every gradient reduction.
@@ -337,11 +337,10 @@ class Builder {
   // receives one per forward and per backward (Megatron send_forward_recv_backward), modelled as a
   // two-rank exchange in which each side sends the activation (nccl-tests all_gather bytes = 2x). With
   // v virtual stages a micro-batch crosses v stage boundaries on this rank each way.
-  uint32_t add_pipeline_send(int m, bool backward) {
+  uint32_t add_pipeline_send(int m) {
     std::vector<uint32_t> deps;
     if (prev_compute_ >= 0) deps.push_back(uint32_t(prev_compute_));
     const int v = in_.layout.mp.virtual_stages;
-    (void)backward;
     return uint32_t(add_task(TaskKind::PipelineSend, StreamId::ModelParallel, -1, m, deps,
                              comm_index({CollectiveOp::AllGather, GroupKind::PipelinePeer, 2.0 * v * w_.pp_activation_bytes, v})));
   }
