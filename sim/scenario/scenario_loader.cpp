@@ -265,6 +265,7 @@ ModelParallelism parse_parallelism(const YamlNode& n, const ClusterSpec& c, cons
     if (mp.virtual_stages > 1 && !n.has("schedule")) mp.schedule = PipelineSchedule::Interleaved;
     if (mp.virtual_stages > 1 && mp.schedule != PipelineSchedule::Interleaved)
       v->fail("virtual_stages > 1 needs schedule: interleaved");
+    if (mp.virtual_stages > 1 && mp.pp == 1) v->fail("virtual_stages > 1 needs pipeline parallelism (pp > 1)");
   }
   if (mp.schedule == PipelineSchedule::Interleaved && mp.virtual_stages == 1 && mp.pp > 1)
     n.at("schedule").fail("schedule interleaved needs virtual_stages >= 2 (model chunks per stage)");
