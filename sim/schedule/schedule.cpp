@@ -162,12 +162,15 @@ class Builder {
               mp_waits_.clear();
             }
           }
-          const int64_t before = prev_compute_;
-          done = add_compute(TaskKind::Backward, use.unit, m, bdeps);
           // Backward tensor-parallel collectives overlap the weight-gradient GEMMs (Megatron-LM's
           // asynchronous input-gradient all-reduce / reduce-scatter): they start with the backward and
-          // only the next unit's backward waits for them.
-          add_tensor_parallel(unit, m, recompute ? rc : before, TaskKind::Backward);
+          // only the next unit's backward waits for them. Created before the backward so that engines
+          // see them running while it computes (interference).
+          const std::vector<uint32_t> waits = std::move(mp_waits_);
+          mp_waits_.clear();
+          add_tensor_parallel(unit, m, recompute ? rc : prev_compute_, TaskKind::Backward);
+          done = add_compute(TaskKind::Backward, use.unit, m, bdeps);
+          mp_waits_.insert(mp_waits_.begin(), waits.begin(), waits.end());
           if (fw_.bucket_copy > 0 && (reduces_every_micro_step() || last))
             done = add_copy(TaskKind::GradBucketCopy, use.unit, m, fw_.bucket_copy * pe_ * double(unit.params), {uint32_t(done)});
           // Gradient buckets fill in backward order; a bucket is reduced when full or at the last unit.
@@ -290,9 +293,9 @@ class Builder {
   // Tensor-parallel collectives of one pass of a unit, after its compute (Megatron: not overlapped).
   // Per block: two all-reduces of the activations (after the attention and MLP row-parallel GEMMs;
   // in backward, of the input gradients of the column-parallel ones); with sequence parallelism each
-  // becomes an all-gather before and a reduce-scatter after (Korthikanti et al. 2022, §4.2.2) — the
-  // backward's extra all-gather of the stored input for the weight gradient is overlapped with the
-  // input-gradient GEMM and not counted. The vocabulary-parallel embedding reduces its output (forward)
+  // becomes an all-gather before and a reduce-scatter after (Korthikanti et al. 2022, §4.2.2), and the
+  // backward also re-gathers the stored inputs for the weight gradients (overlapped, as all backward
+  // tensor-parallel collectives). The vocabulary-parallel embedding reduces its output (forward)
   // and the head gathers its input (forward) and reduces its input gradient (backward).
   bool add_tensor_parallel(const UnitWork& unit, int m, int64_t after, TaskKind pass) {
     const double a = w_.tp_activation_bytes;
@@ -314,6 +317,8 @@ class Builder {
     if (!sp) {
       add(CollectiveOp::AllReduce);
     } else if (unit.kind == UnitKind::Block) {
+      // Backward re-gathers the two stored (sequence-split) GEMM inputs for the weight gradients.
+      if (backward) add(CollectiveOp::AllGather);
       add(CollectiveOp::AllGather);
       add(CollectiveOp::ReduceScatter);
     } else {
