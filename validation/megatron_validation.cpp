@@ -35,19 +35,25 @@ double num(const std::string& s) {
 
 MegatronRow read_torchtitan_row(const CsvTable& t, const CsvRow& r);
 
+std::string field(const CsvTable& t, const CsvRow& r, const char* name) {
+  const int c = t.column(name);
+  return c >= 0 && c < int(r.fields.size()) ? r.fields[size_t(c)] : std::string();
+}
+
+// Where a row comes from and what it publishes (every file shares the header).
+MegatronRow row_identity(const CsvTable& t, const CsvRow& r) {
+  MegatronRow row;
+  row.id = field(t, r, "id"), row.file = t.file, row.line = r.line, row.source = field(t, r, "source");
+  row.table = field(t, r, "table"), row.metric = field(t, r, "metric");
+  row.published = num(field(t, r, "value"));
+  return row;
+}
+
 // One row of the shared header (validation/data/megatron/README.md) into a row to score, or a skip.
 MegatronRow read_row(const CsvTable& t, const CsvRow& r) {
-  {
-    const int c = t.column("id");
-    if (c >= 0 && r.fields[size_t(c)].rfind("tt24dec-", 0) == 0) return read_torchtitan_row(t, r);
-  }
-  auto f = [&](const char* k) {
-    int c = t.column(k);
-    return c >= 0 && c < int(r.fields.size()) ? r.fields[size_t(c)] : std::string();
-  };
-  MegatronRow row;
-  row.id = f("id"), row.file = t.file, row.line = r.line, row.source = f("source"), row.table = f("table"), row.metric = f("metric");
-  row.published = num(f("value"));
+  if (field(t, r, "id").rfind("tt24dec-", 0) == 0) return read_torchtitan_row(t, r);
+  auto f = [&](const char* k) { return field(t, r, k); };
+  MegatronRow row = row_identity(t, r);
   auto skip = [&](const std::string& why) {
     row.skip_reason = why;
     return row;
@@ -141,13 +147,8 @@ MegatronRow read_row(const CsvTable& t, const CsvRow& r) {
 // with model parallelism (the FSDP-only ones are in the training corpus). Tokens/s per GPU and peak
 // memory per GPU are compared.
 MegatronRow read_torchtitan_row(const CsvTable& t, const CsvRow& r) {
-  auto f = [&](const char* k) {
-    int c = t.column(k);
-    return c >= 0 && c < int(r.fields.size()) ? r.fields[size_t(c)] : std::string();
-  };
-  MegatronRow row;
-  row.id = f("id"), row.file = t.file, row.line = r.line, row.source = f("source"), row.table = f("table"), row.metric = f("metric");
-  row.published = num(f("value"));
+  auto f = [&](const char* k) { return field(t, r, k); };
+  MegatronRow row = row_identity(t, r);
   auto skip = [&](const std::string& why) {
     row.skip_reason = why;
     return row;
