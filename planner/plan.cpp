@@ -181,8 +181,8 @@ std::vector<int> valid_partition_sizes(int n_gpus, int g) {
   return out;
 }
 
-// With model parallelism, partition groups are counted in data-parallel ranks: every divisor of dp
-// between 1 and dp.
+// With model parallelism, partition groups are counted in the ranks holding the same parameters (data
+// x context parallel): every divisor of their number between 1 and it.
 std::vector<int> valid_dp_partition_sizes(int dp) {
   std::vector<int> out;
   for (int p = 2; p < dp; ++p)
@@ -349,7 +349,7 @@ PlanResult run_plan(const std::string& path, const std::vector<std::string>& bas
         std::vector<int> ps = {0};
         if (kind == "mics" || kind == "hsdp") {
           ps = !spec.partition_sizes.empty() ? spec.partition_sizes
-               : model_parallel               ? valid_dp_partition_sizes(nodes * g / mp)
+               : model_parallel               ? valid_dp_partition_sizes(nodes * g / (shape.tp * shape.pp))
                                               : valid_partition_sizes(nodes * g, g);
           if (ps.empty()) continue;
         }

@@ -174,7 +174,7 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
   r.instance_name = sc.cluster.instance.name;
   r.strategy = to_string(sc.strategy.kind);
   r.parallelism = sc.parallelism;
-  r.data_parallel_size = p.layout.dp;
+  r.data_parallel_size = sc.data_parallel_size();
   for (size_t i = 0; i < p.graph.size() && i < tl.tasks.size(); ++i)
     if (p.graph[i].kind == TaskKind::PipelineBubble) r.pipeline_bubble_s += tl.tasks[i].end - tl.tasks[i].start;
   const FrameworkProfile& fw = *sc.strategy.framework;

@@ -28,7 +28,7 @@ std::string accelerate_yaml(const Scenario& sc, std::vector<std::string>* notes)
     if (notes) notes->push_back("accelerate: " + n);
   };
   int replicate = l.replication_size, shard = l.partition_size;
-  if (s.kind == StrategyKind::Zero1 || s.kind == StrategyKind::Zero2 || s.kind == StrategyKind::Zero3) replicate = 1, shard = l.dp;
+  if (s.kind == StrategyKind::Zero1 || s.kind == StrategyKind::Zero2 || s.kind == StrategyKind::Zero3) replicate = 1, shard = sc.data_parallel_size();
   YAML::Emitter y;
   y << YAML::BeginMap;
   y << YAML::Key << "compute_environment" << YAML::Value << "LOCAL_MACHINE";

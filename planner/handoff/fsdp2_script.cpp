@@ -229,10 +229,10 @@ std::string fsdp2_script(const Scenario& sc, const SimulationResult* predicted) 
   int replicate = l.replication_size, shard = l.partition_size;
   std::string note;
   switch (s.kind) {
-    case StrategyKind::DDP: replicate = l.dp, shard = 1; break;
+    case StrategyKind::DDP: replicate = sc.data_parallel_size(), shard = 1; break;
     case StrategyKind::Zero1:
     case StrategyKind::Zero2:
-    case StrategyKind::Zero3: replicate = 1, shard = l.dp; break;
+    case StrategyKind::Zero3: replicate = 1, shard = sc.data_parallel_size(); break;
     default: break;
   }
   if (s.kind == StrategyKind::Zero1) note = "FSDP2 has no ZeRO-1: parameters and gradients are sharded too (as zero2).";

@@ -55,11 +55,20 @@ std::string torchtitan_toml(const Scenario& sc, std::vector<std::string>* notes)
   int replicate = l.replication_size, shard = l.partition_size;
   std::string reshard = "default";
   switch (s.kind) {
-    case StrategyKind::DDP: replicate = l.dp, shard = 1; break;
+    case StrategyKind::DDP: replicate = sc.data_parallel_size(), shard = 1; break;
     case StrategyKind::Zero1:
-    case StrategyKind::Zero2: replicate = 1, shard = l.dp, reshard = "never"; break;
-    case StrategyKind::Zero3: replicate = 1, shard = l.dp; break;
-    default: break;
+    case StrategyKind::Zero2: replicate = 1, shard = sc.data_parallel_size(), reshard = "never"; break;
+    case StrategyKind::Zero3: replicate = 1, shard = sc.data_parallel_size(); break;
+    default:
+      // micsim's partition group counts data x context parallel ranks; torchtitan shards over
+      // dp_shard x cp by itself, so dp_shard is the group divided by cp.
+      if (mpar.cp > 1) {
+        shard = std::max(1, l.partition_size / mpar.cp);
+        replicate = std::max(1, sc.data_parallel_size() / shard);
+        if (l.partition_size % mpar.cp != 0)
+          note(fmt::format("the partition group ({} ranks) is not a multiple of cp {}: written as dp_shard {}", l.partition_size, mpar.cp, shard));
+      }
+      break;
   }
   if (s.kind == StrategyKind::Zero1) note("no ZeRO-1: written as sharding without resharding after forward (zero2)");
   if (s.kind == StrategyKind::MiCS && l.hierarchical) note("no hierarchical all-gather: MiCS becomes HSDP (flat gathers in each shard group)");

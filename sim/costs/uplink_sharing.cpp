@@ -8,31 +8,34 @@
 namespace micsim {
 
 // With model parallelism: the ranks of the group of kind g holding the node's first GPU, by Megatron's
-// rank order (r = tp_i + tp·(cp_i + cp·(dp_i + dp·pp_i))), mapped to their nodes. Pipeline neighbours
-// pair stages (0,1), (2,3), ...: every node runs the same step, so each stage exchanges with one peer.
+// rank order (r = tp_i + tp·(j + J·pp_i), j = cp_i + cp·dp_i over the J = cp·dp ranks that hold the
+// same parameters), mapped to their nodes. Pipeline neighbours pair stages (0,1), (2,3), ...: every
+// node runs the same step, so each stage exchanges with one peer.
 static std::vector<int> model_parallel_group_nodes(GroupKind g, const ParallelLayout& l, int node) {
-  const int tp = l.mp.tp, cp = l.mp.cp, dp = l.dp, pp = l.mp.pp, gpn = l.gpus_per_node;
+  const int tp = l.mp.tp, cp = l.mp.cp, J = l.dp, pp = l.mp.pp, gpn = l.gpus_per_node;
   const int r = node * gpn;
-  const int tp_i = r % tp, cp_i = r / tp % cp, dp_i = r / (tp * cp) % dp, pp_i = r / (tp * cp * dp);
-  auto rank = [&](int t, int c, int d, int s) { return t + tp * (c + cp * (d + dp * s)); };
+  const int tp_i = r % tp, j_i = r / tp % J, pp_i = r / (tp * J);
+  auto rank = [&](int t, int j, int s) { return t + tp * (j + J * s); };
   std::vector<int> ranks;
   switch (g) {
-    case GroupKind::Tensor: for (int t = 0; t < tp; ++t) ranks.push_back(rank(t, cp_i, dp_i, pp_i)); break;
-    case GroupKind::Context: for (int c = 0; c < cp; ++c) ranks.push_back(rank(tp_i, c, dp_i, pp_i)); break;
-    case GroupKind::World: for (int d = 0; d < dp; ++d) ranks.push_back(rank(tp_i, cp_i, d, pp_i)); break;
+    case GroupKind::Tensor: for (int t = 0; t < tp; ++t) ranks.push_back(rank(t, j_i, pp_i)); break;
+    case GroupKind::Context:
+      for (int c = 0; c < cp; ++c) ranks.push_back(rank(tp_i, j_i / cp * cp + c, pp_i));
+      break;
+    case GroupKind::World: for (int j = 0; j < J; ++j) ranks.push_back(rank(tp_i, j, pp_i)); break;
     case GroupKind::Partition:
     case GroupKind::InterNode: {
-      const int p = l.partition_size, first = dp_i / p * p;
-      for (int d = first; d < first + p; ++d) ranks.push_back(rank(tp_i, cp_i, d, pp_i));
+      const int p = l.partition_size, first = j_i / p * p;
+      for (int j = first; j < first + p; ++j) ranks.push_back(rank(tp_i, j, pp_i));
       break;
     }
     case GroupKind::Replication:
-      for (int d = dp_i % l.partition_size; d < dp; d += l.partition_size) ranks.push_back(rank(tp_i, cp_i, d, pp_i));
+      for (int j = j_i % l.partition_size; j < J; j += l.partition_size) ranks.push_back(rank(tp_i, j, pp_i));
       break;
     case GroupKind::IntraNode: ranks.push_back(r); break;
     case GroupKind::PipelinePeer: {
       const int first = pp_i / 2 * 2;
-      for (int s = first; s < std::min(pp, first + 2); ++s) ranks.push_back(rank(tp_i, cp_i, dp_i, s));
+      for (int s = first; s < std::min(pp, first + 2); ++s) ranks.push_back(rank(tp_i, j_i, s));
       break;
     }
   }

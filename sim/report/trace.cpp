@@ -45,7 +45,7 @@ std::string chrome_trace(const PreparedSimulation& p, const std::vector<TracedNo
     std::string stage;
     const ModelParallelism& mp = p.layout.mp;
     if (mp.pp > 1) {
-      const int per_stage = mp.tp * mp.cp * p.layout.dp;
+      const int per_stage = mp.tp * p.layout.dp;  // dp counts data x context parallel ranks
       stage = engine == "analytic" ? fmt::format(", pipeline stage {} of {} (the last: it sets the pace)", mp.pp - 1, mp.pp)
                                    : fmt::format(", pipeline stage {} of {}", tn.node * g_per_node / per_stage, mp.pp);
     }

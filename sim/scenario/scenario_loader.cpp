@@ -315,10 +315,12 @@ StrategySpec parse_strategy(const YamlNode& n, const ClusterSpec& c, const Model
       ignored(*p, "mics, hsdp");
     } else {
       if (!mp.none()) {
-        // With model parallelism the group is counted in data-parallel ranks.
-        const int dp = world / mp.model_parallel_size();
+        // With model parallelism the group is counted in the ranks that hold the same parameters:
+        // data x context parallel ones.
+        const int dp = world / (mp.tp * mp.pp);
         int64_t v = p->as_int_in(1, dp);
-        if (dp % v != 0) p->fail(fmt::format("expected a divisor of the data-parallel size {} (GPUs / (tp x pp x cp)), got {}", dp, v));
+        if (dp % v != 0)
+          p->fail(fmt::format("expected a divisor of the {} data- and context-parallel ranks (GPUs / (tp x pp)), got {}", dp, v));
         s.partition_size = static_cast<int>(v);
       } else {
         int64_t v = p->as_int_in(1, world);

@@ -36,12 +36,12 @@ GroupLayout ParallelLayout::strided(int ranks, int stride) const {
   return GroupLayout::make(group_nodes * per_node, group_nodes, std::max(1, g / per_node));
 }
 
-GroupLayout ParallelLayout::world_group() const { return strided(dp, mp.dp_stride()); }
-GroupLayout ParallelLayout::partition_group() const { return strided(partition_size, mp.dp_stride()); }
-GroupLayout ParallelLayout::replication_group() const { return strided(replication_size, partition_size * mp.dp_stride()); }
+GroupLayout ParallelLayout::world_group() const { return strided(dp, mp.tp); }
+GroupLayout ParallelLayout::partition_group() const { return strided(partition_size, mp.tp); }
+GroupLayout ParallelLayout::replication_group() const { return strided(replication_size, partition_size * mp.tp); }
 GroupLayout ParallelLayout::tensor_group() const { return strided(mp.tp, 1); }
 GroupLayout ParallelLayout::context_group() const { return strided(mp.cp, mp.tp); }
-GroupLayout ParallelLayout::pipeline_pair() const { return strided(2, mp.tp * mp.cp * dp); }
+GroupLayout ParallelLayout::pipeline_pair() const { return strided(2, mp.tp * dp); }
 
 int ParallelLayout::partition_group_nodes() const { return partition_group().nodes; }
 int ParallelLayout::partition_members_per_node() const { return partition_group().ranks_per_node; }
@@ -52,7 +52,7 @@ ParallelLayout make_layout(const StrategySpec& s, int nodes, int g, const ModelP
   l.gpus_per_node = g;
   l.world = nodes * g;
   l.mp = mp;
-  l.dp = std::max(1, l.world / mp.model_parallel_size());
+  l.dp = std::max(1, l.world / (mp.tp * mp.pp));
   switch (s.kind) {
     case StrategyKind::DDP: l.partition_size = 1; break;
     case StrategyKind::Zero1:
@@ -60,7 +60,7 @@ ParallelLayout make_layout(const StrategySpec& s, int nodes, int g, const ModelP
     case StrategyKind::Zero3: l.partition_size = l.dp; break;
     case StrategyKind::MiCS:
     case StrategyKind::HSDP:
-      l.partition_size = s.partition_size > 0 ? s.partition_size : std::min(std::max(1, g / mp.dp_stride()), l.dp);
+      l.partition_size = s.partition_size > 0 ? s.partition_size : std::min(std::max(1, g / mp.tp), l.dp);
       break;
   }
   l.replication_size = l.dp / l.partition_size;

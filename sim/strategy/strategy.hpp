@@ -40,16 +40,18 @@ struct StrategySpec {
 
 // Where the ranks of each kind of group sit. Groups are contiguous: partition groups
 // [0..p-1], [p..2p-1], ...; replication groups {i, i+p, i+2p, ...}. With model parallelism these are
-// positions in the data-parallel dimension: dp ranks, dp_stride = tp·cp GPUs apart (Megatron order
-// tp, cp, dp, pp), and the tensor-, context- and pipeline-parallel groups sit around them.
+// positions among the ranks that hold the same parameters: the data- and context-parallel ranks
+// (context-parallel ranks split the sequence, not the model, so their gradients are reduced and their
+// model states sharded together, as Megatron-LM's data-parallel-with-context group and torchtitan's
+// dp_shard x cp FSDP mesh do), tp GPUs apart in Megatron's rank order (tp, cp, dp, pp).
 struct ParallelLayout {
   int world = 1, gpus_per_node = 1, nodes = 1;
-  int dp = 1;                // data-parallel ranks (world without model parallelism)
+  int dp = 1;                // ranks holding the same parameters: data x context parallel (world without model parallelism)
   ModelParallelism mp;
   int partition_size = 1;    // GPUs sharing one copy of the model states
   int replication_size = 1;  // copies of the model states (dp / p)
   bool hierarchical = false; // MiCS hierarchical all-gather in use
-  GroupLayout world_group() const;        // the whole data-parallel dimension
+  GroupLayout world_group() const;        // all ranks holding the same parameters
   GroupLayout partition_group() const;
   GroupLayout replication_group() const;
   GroupLayout tensor_group() const;
