@@ -258,3 +258,23 @@ TEST_CASE("3-D simulate and plan JSON validate against their schemas") {
   }
   run_shell("rm -rf '" + dir + "'");
 }
+
+TEST_CASE("context-parallel ranks hold the same parameters: sharded and gradient-reduced with the data-parallel ones") {
+  // 16 GPUs, cp 4: 4 data-parallel ranks split the batch, 16 ranks hold the same parameters.
+  auto yaml = [](const std::string& kind) {
+    return "cluster: {instance: p5.48xlarge, nodes: 2}\nmodel: {preset: llama3-8b}\n"
+           "training: {seq_len: 32768, micro_batch: 1, global_batch: 4, precision: bf16, activation_checkpointing: full}\n"
+           "parallelism: {cp: 4}\nstrategy: {kind: " + kind + "}\n";
+  };
+  const Scenario z = parse_scenario_text(yaml("zero3"), "<cp>");
+  CHECK(z.data_parallel_size() == 4);
+  CHECK(z.grad_accumulation_steps() == 1);
+  const auto rz = run(z);
+  CHECK(rz.partition_size == 16);
+  CHECK(rz.memory.params_bytes == doctest::Approx(2.0 * double(rz.params) / 16).epsilon(1e-9));
+  const auto rd = run(parse_scenario_text(yaml("ddp"), "<cp>"));
+  bool all_reduce_over_16 = false;
+  for (const auto& c : rd.collectives)
+    if (c.task == "grad_all_reduce" && c.estimate.layout.ranks == 16) all_reduce_over_16 = true;
+  CHECK(all_reduce_over_16);
+}
