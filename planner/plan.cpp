@@ -719,7 +719,7 @@ std::string format_plan(const PlanResult& r) {
     o += fmt::format(" {:>4} {:<22}{:>5}{:>6}", i + 1, sc.cluster.instance.name, sc.cluster.nodes, res.world_size) + mp_cell(sc);
     o += fmt::format(" {:<7}{:>5} {:<5}{:>4}{:>5} {:<5}{:>10}{:>11.1f}{:>8.1f}{:>6.1f}%{:>10}{:>10}", to_string(sc.strategy.kind),
                      grouped ? std::to_string(l.partition_size) : "-",
-                     sc.strategy.kind == StrategyKind::MiCS && l.partition_size > l.gpus_per_node ? (l.hierarchical ? "yes" : "no") : "-",
+                     sc.strategy.kind == StrategyKind::MiCS && l.partition_group_nodes() > 1 ? (l.hierarchical ? "yes" : "no") : "-",
                      sc.training.micro_batch, res.grad_accumulation_steps, sc.training.activation_checkpointing() ? "yes" : "no",
                      human_seconds(res.iteration_time_s), res.samples_per_s, res.tflops_per_gpu, 100 * res.mfu,
                      human_bytes(res.memory.headroom_bytes()), row.has_price ? fmt::format("{:.0f}", row.price_usd_per_hour) : "-");
