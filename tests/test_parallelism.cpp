@@ -28,6 +28,14 @@ SimulationResult simulate_text(const std::string& yaml) { return run(parse_scena
 
 }  // namespace
 
+TEST_CASE("without model parallelism the step is what micsim computed before 3-D parallelism existed") {
+  // build/demo-*.json written by ./scripts/demo at 17:12 on 2026-11-30, before the parallelism key was added
+  // (commit 41d4278's engine): the bundled scenario under MiCS and under ZeRO-3.
+  const std::string sc = std::string(MICSIM_SOURCE_DIR) + "/scenarios/bert-10b-mics-p3dn-16-nodes.yaml";
+  CHECK(run(load_scenario(sc)).iteration_time_s == doctest::Approx(7.748243544559685).epsilon(1e-12));
+  CHECK(run(load_scenario(sc, {"strategy.kind=zero3"})).iteration_time_s == doctest::Approx(9.203637299227118).epsilon(1e-12));
+}
+
 TEST_CASE("tp = pp = cp = 1 reproduces today's results exactly, for every strategy") {
   for (const char* kind : {"ddp", "zero1", "zero2", "zero3", "mics", "hsdp"}) {
     Scenario plain = scenario("p4d.24xlarge", 4, "gpt2-10b", kind, 2, 256);

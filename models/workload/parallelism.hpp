@@ -34,8 +34,6 @@ struct ModelParallelism {
     const int chunks = pp * virtual_stages;
     return pp <= 1 ? layers : virtual_stages * ((layers + chunks - 1) / chunks);
   }
-  // Ranks between two consecutive data-parallel ranks (Megatron order: tp, cp, dp, pp).
-  int dp_stride() const { return tp * cp; }
 
   // Pipeline bubble in units of one micro-batch's forward + backward on a stage: (pp - 1) / v for
   // 1F1B, interleaved and GPipe alike (Narayanan et al. 2021, §2.2: bubble fraction (p-1)/(v·m)).

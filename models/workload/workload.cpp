@@ -170,7 +170,6 @@ Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt) {
   if (pp == 1) {
     UnitWork emb;
     emb.kind = UnitKind::Embedding;
-    emb.params = emb.gather_params = w.params.embedding / tp;
     emb.tensors = {model.vocab * h};
     if (model.max_position > 0) emb.tensors.push_back(model.max_position * h);
     if (model.type_vocab > 0) emb.tensors.push_back(int64_t(model.type_vocab) * h);
@@ -180,7 +179,6 @@ Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt) {
       if (rest > 0) emb.tensors.push_back(rest);  // embedding LayerNorm
     }
     emb.tensors = split(emb.tensors);
-    emb.params = emb.gather_params = 0;
     for (int64_t x : emb.tensors) emb.params += x;
     emb.gather_params = emb.params;
     emb.forward.elementwise_bytes =
