@@ -30,10 +30,12 @@ SimulationResult simulate_text(const std::string& yaml) { return run(parse_scena
 
 TEST_CASE("without model parallelism the step is what micsim computed before 3-D parallelism existed") {
   // build/demo-*.json written by ./scripts/demo at 17:12 on 2026-11-30, before the parallelism key was added
-  // (commit 41d4278's engine): the bundled scenario under MiCS and under ZeRO-3.
+  // (commit 41d4278's engine), gave 7.748243544559685 s and 9.203637299227118 s: the bundled scenario under
+  // MiCS and under ZeRO-3. Re-based once since, on purpose, when materialised attention became two batched
+  // GEMMs (docs/model.md §1.3): the 3-D code paths themselves must never move these.
   const std::string sc = std::string(MICSIM_SOURCE_DIR) + "/scenarios/bert-10b-mics-p3dn-16-nodes.yaml";
-  CHECK(run(load_scenario(sc)).iteration_time_s == doctest::Approx(7.748243544559685).epsilon(1e-12));
-  CHECK(run(load_scenario(sc, {"strategy.kind=zero3"})).iteration_time_s == doctest::Approx(9.203637299227118).epsilon(1e-12));
+  CHECK(run(load_scenario(sc)).iteration_time_s == doctest::Approx(7.5950477768598414).epsilon(1e-12));
+  CHECK(run(load_scenario(sc, {"strategy.kind=zero3"})).iteration_time_s == doctest::Approx(9.14218820288989).epsilon(1e-12));
 }
 
 TEST_CASE("tp = pp = cp = 1 reproduces today's results exactly, for every strategy") {
@@ -112,6 +114,53 @@ TEST_CASE("tensor parallelism across nodes is slower than inside a node") {
   CHECK(run(across).iteration_time_s > 1.05 * run(inside).iteration_time_s);
 }
 
+TEST_CASE("sequence parallelism: each block's backward waits for the all-gather of its output gradient; without it nothing blocks") {
+  // Megatron-LM: the backward of the forward's reduce-scatter is an all-gather that nothing overlaps;
+  // without sequence parallelism the row-parallel backward starts at once (its all-reduce is overlapped).
+  auto blocking_gathers = [](bool sp) {
+    const std::string y = std::string("cluster: {instance: p4d.24xlarge, nodes: 1}\nmodel: {preset: gpt2-10b}\n") +
+                          "training: {seq_len: 512, micro_batch: 2, global_batch: 2, precision: bf16}\n" +
+                          "parallelism: {tp: 8, sequence_parallel: " + (sp ? "true" : "false") + "}\nstrategy: {kind: ddp}\n";
+    const PreparedSimulation p = prepare_simulation(parse_scenario_text(y, "<sp>"));
+    int n = 0;
+    for (const Task& t : p.graph.tasks) {
+      if (t.kind != TaskKind::Backward || p.workload.units[size_t(t.unit)].kind != UnitKind::Block) continue;
+      for (uint32_t d = t.deps_begin; d < t.deps_end; ++d) {
+        const Task& dep = p.graph.tasks[p.graph.deps[d]];
+        if (dep.kind == TaskKind::TensorParallelComm && dep.unit == t.unit && p.graph.comm_ops[dep.op].op == CollectiveOp::AllGather) ++n;
+      }
+    }
+    return n;
+  };
+  CHECK(blocking_gathers(true) == find_model_preset("gpt2-10b")->layers);
+  CHECK(blocking_gathers(false) == 0);
+}
+
+TEST_CASE("materialised attention: QK^T and P.V are two batched GEMMs over the head size with the fused kernel's FLOPs") {
+  const ModelSpec m = *find_model_preset("gpt-175b");
+  WorkloadOptions o;
+  o.micro_batch = 2, o.seq_len = 2048, o.mp.tp = 8, o.mp.sequence_parallel = true;
+  o.flash_attention = true;
+  const Workload fused = build_workload(m, o);
+  o.flash_attention = false;
+  const Workload materialised = build_workload(m, o);
+  const UnitWork& a = fused.units[size_t(fused.first_block())];
+  const UnitWork& b = materialised.units[size_t(materialised.first_block())];
+  CHECK(b.forward.attention_flops == 0);
+  REQUIRE(b.forward.score_gemms.size() == 2);
+  const Gemm& qk = b.forward.score_gemms[0];
+  CHECK(qk.batch == 2 * m.heads / 8);
+  CHECK(qk.m == 2048);
+  CHECK(qk.n == 2048);
+  CHECK(qk.k == m.head_dim());
+  CHECK(b.forward.flops() == doctest::Approx(a.forward.flops()).epsilon(1e-12));
+  CHECK(b.backward.flops() == doctest::Approx(a.backward.flops()).epsilon(1e-12));
+  // Korthikanti's selective recompute replays exactly the attention core: the same two GEMMs.
+  o.checkpointing = Checkpointing::SelectiveOp;
+  const Workload selective = build_workload(m, o);
+  CHECK(selective.units[size_t(selective.first_block())].recompute.flops() == doctest::Approx(b.forward.score_gemms[0].flops() * 2).epsilon(1e-12));
+}
+
 TEST_CASE("rank activations follow Korthikanti et al. 2022 Table 2 with tensor and sequence parallelism") {
   const ModelSpec m = *find_model_preset("gpt-175b");
   const double s = 2048, b = 1, h = double(m.hidden), a = m.heads;
@@ -138,25 +187,27 @@ TEST_CASE("pipeline memory: 1F1B holds pp micro-batches on the first stage, inte
   CHECK(mp.in_flight_micro_batches(64) == 64);
 }
 
-TEST_CASE("published Megatron-LM runs (Korthikanti 2022 Table 5, Narayanan 2021 PTD-P): MAPE <= 5 %, nothing fitted on them") {
+TEST_CASE("published Megatron-LM runs (Korthikanti 2022 Table 5, Narayanan 2021 Tables 1-2): MAPE <= 3.7 %, nothing fitted on them") {
   const auto rows = load_megatron_rows(std::string(MICSIM_SOURCE_DIR) + "/validation/data/megatron");
   const auto preds = predict_megatron(rows);
   double sum = 0, signed_sum = 0;
   int n = 0;
   for (const auto& p : preds) {
     const std::string& id = p.row->id;
-    // The 3-D rows: Korthikanti's step times, Narayanan's pipeline-parallel rows. (Narayanan's ZeRO-3
-    // rows are DeepSpeed's; its tp-only Table 1 rows lack the micro-batch: reported, not bounded here.)
-    const bool three_d = id.rfind("kor22-", 0) == 0 || (id.rfind("nar21-", 0) == 0 && p.row->pp > 1);
-    if (!three_d || p.row->metric.find("memory") != std::string::npos || p.row->metric.find("per_layer") != std::string::npos) continue;
+    // Megatron-LM's own runs: Korthikanti's step times, Narayanan's Table 1 (micro-batch and virtual
+    // stages from the authors' examples/sc21 scripts) and Table 2 PTD-P rows. (Narayanan's ZeRO-3 rows
+    // are DeepSpeed's, reported but not bounded.) 3.7 % is what public analytic tools report on these
+    // tables (issue 15).
+    const bool megatron = id.rfind("kor22-", 0) == 0 || (id.rfind("nar21-", 0) == 0 && p.row->strategy != "zero3");
+    if (!megatron || p.row->metric.find("memory") != std::string::npos || p.row->metric.find("per_layer") != std::string::npos) continue;
     CAPTURE(id);
-    CHECK(std::fabs(p.error()) < 0.10);
+    CHECK(std::fabs(p.error()) < 0.08);
     CHECK(p.fits);
     sum += std::fabs(p.error()), signed_sum += p.error(), ++n;
   }
-  REQUIRE(n >= 18);
-  CHECK(sum / n <= 0.05);
-  CHECK(std::fabs(signed_sum / n) <= 0.03);
+  REQUIRE(n >= 26);
+  CHECK(sum / n <= 0.037);
+  CHECK(std::fabs(signed_sum / n) <= 0.025);
   // Korthikanti Table 4: one layer of the 22B model (tp 8) with and without sequence parallelism and
   // recomputation, forward and backward.
   double layer = 0, layer_signed = 0;
@@ -168,8 +219,8 @@ TEST_CASE("published Megatron-LM runs (Korthikanti 2022 Table 5, Narayanan 2021 
       layer += std::fabs(p.error()), layer_signed += p.error(), ++k;
     }
   REQUIRE(k >= 15);
-  CHECK(layer / k <= 0.05);
-  CHECK(std::fabs(layer_signed / k) <= 0.03);
+  CHECK(layer / k <= 0.04);
+  CHECK(std::fabs(layer_signed / k) <= 0.04);
   // torchtitan's FSDP2 + TP/PP/CP tables (Dec 2024, H100): tokens/s within 12 % on average (a guard on
   // today's 11 %; the long-context rows are the worst).
   double tt = 0;

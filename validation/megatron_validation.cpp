@@ -123,6 +123,14 @@ MegatronRow read_row(const CsvTable& t, const CsvRow& r) {
   if (row.virtual_stages > 1) par["virtual_stages"] = row.virtual_stages;
   par["sequence_parallel"] = sp == "true";
   y["strategy"]["kind"] = row.strategy;
+  if (!zero3) {
+    // Megatron-LM's data-parallel gradient reduction: "local" (the default until 2023) all-reduces one
+    // contiguous gradient buffer after the whole backward, overlapping nothing; "torch" is PyTorch DDP,
+    // 25 MB buckets reduced while the backward runs.
+    std::string ddp = f("ddp_impl");
+    if (ddp.empty()) ddp = "local", row.assumptions.push_back("--DDP-impl local (Megatron-LM's default; not stated)");
+    if (ddp == "local") y["strategy"]["reduce_bucket_size"] = 1e12;
+  }
   if (zero3) {
     // Narayanan's ZeRO-3 baseline: DeepSpeed (2021) inside Megatron-LM.
     y["strategy"]["framework"] = "deepspeed";

@@ -45,6 +45,7 @@ double ComputeModel::gemm_time(const Gemm& g, bool fp8) const {
 double ComputeModel::pass_time(const PassWork& w, bool is_backward, bool flash_attention) const {
   double t = 0;
   for (const auto& g : w.gemms) t += gemm_time(g, w.fp8_gemms);
+  for (const auto& g : w.score_gemms) t += gemm_time(g);  // 16-bit even in FP8 recipes
   double attn = w.attention_flops;
   if (is_backward && flash_attention) attn *= 1.0 + cal_.flash_backward_extra;
   // Fused attention kernels skip the masked half of a causal score matrix (FlashAttention counts causal
@@ -55,7 +56,7 @@ double ComputeModel::pass_time(const PassWork& w, bool is_backward, bool flash_a
   t += (w.elementwise_bytes + cal_.eager_scale * w.eager_bytes) / (hbm_ * cal_.hbm_efficiency);
   t += w.kernels * cal_.kernel_overhead_s;
   // The GPU can run no faster than the host launches its kernels (GEMMs and attention included).
-  const int launches = w.kernels + int(w.gemms.size()) + (w.attention_flops > 0 ? 1 : 0);
+  const int launches = w.kernels + int(w.gemms.size() + w.score_gemms.size()) + (w.attention_flops > 0 ? 1 : 0);
   return std::max(t, launches * cal_.host_launch_s);
 }
 

@@ -23,6 +23,7 @@ bool block_checkpointed(Checkpointing c, int every, int layer) {
 double PassWork::flops() const {
   double f = attention_flops;
   for (const auto& g : gemms) f += g.flops();
+  for (const auto& g : score_gemms) f += g.flops();
   return f;
 }
 
@@ -57,6 +58,21 @@ static double eager_extra_bytes_per_token(const ModelSpec& m) {
   return 2 * (36 - 4) * h + (22 - 4) * (h + kv) + (10 - 6) * f;
 }
 
+// Materialised attention, per rank: QK^T [s/cp x s over head_dim] and P·V [s/cp x head_dim over s]
+// for each of the micro-batch's sequences and the rank's heads (cuBLAS strided-batched GEMMs).
+static std::vector<Gemm> score_gemms(const ModelSpec& m, const WorkloadOptions& o) {
+  const int64_t batch = o.micro_batch * (m.heads / o.mp.tp), q = o.seq_len / o.mp.cp, s = o.seq_len, d = m.head_dim();
+  return {{q, s, d, batch}, {q, d, s, batch}};
+}
+
+// Materialised attention's memory-bound passes over the scores (the GEMMs write and read them):
+// the fused scale-mask-softmax reads and writes them, dropout reads and writes them and a 1-byte mask.
+static double score_elementwise_bytes(const ModelSpec& m, const WorkloadOptions& o) {
+  const double scores = double(o.micro_batch) * (m.heads / o.mp.tp) * double(o.seq_len / o.mp.cp) * double(o.seq_len);
+  const double e = bytes_per_element(o.precision);
+  return scores * (2 * e + (m.dropout ? 2 * e + 1 : 0));
+}
+
 // One block's forward on one rank. Tensor parallelism splits the GEMMs' output (column-parallel QKV and
 // MLP up) or input (row-parallel output projection and MLP down) dimension and the attention heads by
 // tp; the norms, residuals and dropout work on whole hidden vectors unless sequence parallelism splits
@@ -73,17 +89,16 @@ static PassWork block_forward(const ModelSpec& m, const WorkloadOptions& o) {
   w.gemms.push_back({T, h, h / tp});                            // attention output projection (row-parallel)
   w.gemms.push_back({T, (m.gated_mlp() ? 2 : 1) * f / tp, h});  // MLP up (+ gate) (column-parallel)
   w.gemms.push_back({T, h, f / tp});                            // MLP down (row-parallel)
-  // QK^T and P·V: 2·(2·s·s·head_dim) per head and sequence = 4·T·s·h (non-causal count).
-  w.attention_flops = 4.0 * double(T) * double(s) * double(h) / tp;
+  // QK^T and P·V: 2·(2·s·s·head_dim) per head and sequence = 4·T·s·h (non-causal count). A fused
+  // kernel never writes the scores; without one they are two batched GEMMs per (sequence, head) whose
+  // inner dimension is the head size, costed as GEMMs (their score write and read included).
+  if (o.flash_attention) w.attention_flops = 4.0 * double(T) * double(s) * double(h) / tp;
+  else w.score_gemms = score_gemms(m, o);
   // Memory-bound traffic (read + write, element bytes): two norms (2·2Th), two residual adds (2·3Th),
   // bias+activation over the FFN (2Tf, SwiGLU 3Tf), dropout on two hidden tensors (2·2Th + masks).
   double per_token = (4 * h + 6 * h + (m.dropout ? 5 * h : 0)) / double(hsplit) + (m.gated_mlp() ? 3 : 2) * f / double(tp);
   w.elementwise_bytes = e * double(T) * per_token;
-  if (!o.flash_attention) {
-    // Scores written, softmax read+write, dropout read+write (+1-byte mask), probabilities read by P·V.
-    double sq = double(o.micro_batch) * (m.heads / tp) * double(s / cp) * double(s);
-    w.elementwise_bytes += sq * (e * (m.dropout ? 6 : 4) + (m.dropout ? 1 : 0));
-  }
+  if (!o.flash_attention) w.elementwise_bytes += score_elementwise_bytes(m, o);
   w.kernels = o.flash_attention ? 12 : 16;
   if (o.fp8) {
     // Dynamic-scaling casts of each GEMM's input and weight to FP8: an amax pass and a scaled copy
@@ -114,6 +129,7 @@ static PassWork backward_of(const PassWork& fwd, bool flash) {
   b.fp8_gemms = fwd.fp8_gemms;
   b.causal = fwd.causal;
   add_backward_gemms(fwd.gemms, b.gemms);
+  add_backward_gemms(fwd.score_gemms, b.score_gemms);  // dQ, dK from dS; dP, dV from dO
   // Attention backward does twice the forward matmul work (dQ, dK, dV, dP); FlashAttention also
   // recomputes the scores (counted in compute cost as extra time, not as model FLOPs).
   b.attention_flops = 2.0 * fwd.attention_flops;
@@ -194,9 +210,9 @@ Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt) {
   // Selective (attention-core) recomputation: QK^T, softmax and P.V again, nothing else.
   PassWork core;
   core.attention_flops = bf.attention_flops;
+  core.score_gemms = bf.score_gemms;
   core.causal = bf.causal;
-  if (!opt.flash_attention)
-    core.elementwise_bytes = double(opt.micro_batch) * (model.heads / tp) * double(opt.seq_len / cp) * double(opt.seq_len) * e * 4;
+  if (!opt.flash_attention) core.elementwise_bytes = score_elementwise_bytes(model, opt);
   core.kernels = opt.flash_attention ? 1 : 4;
   w.stage_layers = std::min(model.layers, mp.stage_layers(model.layers));
   const std::vector<int64_t> tensors = split(block_tensors(model));

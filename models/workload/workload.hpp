@@ -21,13 +21,16 @@ struct Gemm {
 struct PassWork {
   std::vector<Gemm> gemms;        // dense weight GEMMs
   bool fp8_gemms = false;         // run in FP8 (precision: fp8; blocks only, as Transformer Engine / torchao do)
-  double attention_flops = 0;     // QK^T and softmax·V (run by attention kernels), counted non-causal
+  double attention_flops = 0;     // QK^T and softmax·V in one fused kernel (FlashAttention/SDPA), counted non-causal
+  std::vector<Gemm> score_gemms;  // QK^T and P·V as cuBLAS batched GEMMs when the s x s scores are materialised
   bool causal = false;            // causal mask: attention kernels skip the masked half
   double elementwise_bytes = 0;   // norms, activations, softmax, dropout, residuals (HBM traffic)
   double eager_bytes = 0;         // extra traffic of eager (uncompiled) ops, scaled by the calibration
   int kernels = 0;                // kernel launches (fixed overhead each)
   double flops() const;
-  bool empty() const { return gemms.empty() && attention_flops == 0 && elementwise_bytes == 0 && eager_bytes == 0 && kernels == 0; }
+  bool empty() const {
+    return gemms.empty() && score_gemms.empty() && attention_flops == 0 && elementwise_bytes == 0 && eager_bytes == 0 && kernels == 0;
+  }
 };
 
 enum class UnitKind { Embedding, Block, Head };

@@ -168,6 +168,8 @@ class Builder {
           // see them running while it computes (interference).
           const std::vector<uint32_t> waits = std::move(mp_waits_);
           mp_waits_.clear();
+          const int64_t sp_gather = add_sequence_parallel_grad_gather(unit, m, recompute ? rc : prev_compute_, bdeps);
+          if (sp_gather >= 0) bdeps.push_back(uint32_t(sp_gather));
           add_tensor_parallel(unit, m, recompute ? rc : prev_compute_, TaskKind::Backward);
           done = add_compute(TaskKind::Backward, use.unit, m, bdeps);
           mp_waits_.insert(mp_waits_.begin(), waits.begin(), waits.end());
@@ -317,8 +319,11 @@ class Builder {
     if (!sp) {
       add(CollectiveOp::AllReduce);
     } else if (unit.kind == UnitKind::Block) {
-      // Backward re-gathers the two stored (sequence-split) GEMM inputs for the weight gradients.
-      if (backward) add(CollectiveOp::AllGather);
+      // Forward: gather before each column-parallel GEMM, reduce-scatter after each row-parallel one.
+      // Backward: the two stored (sequence-split) inputs are re-gathered while the input gradients
+      // compute, and those are reduce-scattered while the weight gradients compute (Megatron-LM
+      // LinearWithGradAccumulationAndAsyncCommunication); the blocking gather of the output gradient
+      // is add_sequence_parallel_grad_gather.
       add(CollectiveOp::AllGather);
       add(CollectiveOp::ReduceScatter);
     } else {
@@ -326,6 +331,19 @@ class Builder {
     }
     mp_waits_.push_back(uint32_t(last));
     return true;
+  }
+
+  // With sequence parallelism the backward of each row-parallel GEMM (attention output, MLP down)
+  // starts by all-gathering its sequence-split output gradient (the backward of the forward's
+  // reduce-scatter): nothing computes meanwhile, so the block's backward waits for it. Without
+  // sequence parallelism that backward is the identity. Returns the task, or -1.
+  int64_t add_sequence_parallel_grad_gather(const UnitWork& unit, int m, int64_t after, const std::vector<uint32_t>& waits) {
+    const double a = w_.tp_activation_bytes;
+    if (a <= 0 || !in_.layout.mp.sequence_parallel || unit.kind != UnitKind::Block) return -1;
+    std::vector<uint32_t> deps = waits;
+    if (after >= 0) deps.push_back(uint32_t(after));
+    return add_task(TaskKind::TensorParallelComm, StreamId::ModelParallel, unit.index, m, deps,
+                    comm_index({CollectiveOp::AllGather, GroupKind::Tensor, 2 * a, 2}));
   }
 
   // Ring attention: the block's keys and values (forward), and their gradients too (backward: twice the
