@@ -2,6 +2,9 @@
 // input errors.
 #include <doctest/doctest.h>
 
+#include <map>
+#include <tuple>
+
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
@@ -134,6 +137,32 @@ TEST_CASE("sequence parallelism: each block's backward waits for the all-gather 
   };
   CHECK(blocking_gathers(true) == find_model_preset("gpt2-10b")->layers);
   CHECK(blocking_gathers(false) == 0);
+}
+
+TEST_CASE("FSDP2 under pipelining gathers each unit once per step and reduce-scatters once, after the last micro-batch") {
+  // torchtitan: reshard_after_forward is off when pp is enabled; PyTorch pipelining syncs FSDP gradients
+  // in the last micro-batch only. ZeRO-3 without the fsdp2 profile gathers and reduces every micro-batch.
+  auto count = [](const char* framework) {
+    const std::string y = std::string("cluster: {instance: p4d.24xlarge, nodes: 4}\nmodel: {preset: gpt2-10b}\n") +
+                          "training: {seq_len: 512, micro_batch: 1, global_batch: 32, precision: bf16}\n" +
+                          "parallelism: {tp: 8, pp: 2}\nstrategy: {kind: zero3, framework: " + framework + "}\n";
+    const PreparedSimulation p = prepare_simulation(parse_scenario_text(y, "<fsdp2-pp>"));
+    std::map<int, int> gathers, reductions;  // per micro-step
+    for (const Task& t : p.graph.tasks) {
+      if (t.kind == TaskKind::ParamAllGather) ++gathers[t.micro_step];
+      if (t.kind == TaskKind::GradReduceScatter) ++reductions[t.micro_step];
+    }
+    return std::make_tuple(p.graph.micro_steps, gathers, reductions);
+  };
+  const auto [steps, gathers, reductions] = count("fsdp2");
+  REQUIRE(steps >= 3);  // 16 micro-batches; the graph builds the first, some middle ones and the last
+  CHECK(gathers.size() == 1);
+  CHECK(gathers.count(0) == 1);
+  CHECK(reductions.size() == 1);
+  CHECK(reductions.count(steps - 1) == 1);
+  const auto [steps1, gathers1, reductions1] = count("ideal");
+  CHECK(gathers1.size() == size_t(steps1));
+  CHECK(reductions1.size() == size_t(steps1));
 }
 
 TEST_CASE("materialised attention: QK^T and P.V are two batched GEMMs over the head size with the fused kernel's FLOPs") {

@@ -98,6 +98,8 @@ class Builder {
       for (int u = 0; u < U; ++u) uses.push_back({u, false});
       for (int u = U - 1; u >= 0; --u) uses.push_back({u, true});
       auto needs_gather = [&](size_t i) {
+        // FSDP2 under pipelining gathers each unit once, in the first micro-batch's forward, and keeps it.
+        if (in_.sharding.unsharded_through_step) return gathers && m == 0 && !uses[i].backward;
         return gathers && !(uses[i].backward && uses[i].unit >= U - keep);  // else still gathered from the forward
       };
 
@@ -234,7 +236,7 @@ class Builder {
   int64_t last_task_[kStreamCount] = {-1, -1, -1, -1, -1};
 
   bool reduces_every_micro_step() const {
-    return in_.strategy.kind != StrategyKind::DDP && in_.strategy.kind != StrategyKind::Zero1;
+    return in_.strategy.kind != StrategyKind::DDP && in_.strategy.kind != StrategyKind::Zero1 && !in_.sharding.unsharded_through_step;
   }
 
   double bucket_limit() const {
@@ -426,6 +428,9 @@ class Builder {
 
   void add_grad_reduction(double elems, const std::vector<int64_t>& tensors, int m, bool last, uint32_t after,
                           std::vector<uint32_t>& last_reduce) {
+    // Gradients accumulated unsharded over the micro-batches (FSDP2 under pipelining) are
+    // reduce-scattered once, after the last micro-batch's backward.
+    if (!last && !reduces_every_micro_step() && in_.sharding.unsharded_through_step) return;
     const ParallelLayout& l = in_.layout;
     const StrategyKind kind = in_.strategy.kind;
     // The collectives of one reduction: one for the bucket, or one per parameter tensor (DeepSpeed <= 0.5).
