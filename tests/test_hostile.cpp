@@ -53,7 +53,10 @@ using Run = micsim::test::Cmd;
 // Runs `script` with sh in `dir`, stdout and stderr together; $MICSIM is the binary.
 Run shell(const fs::path& dir, const std::string& script, const std::string& prefix = "") {
   const fs::path file = dir / ".run.sh";
-  std::ofstream(file) << "cd '" << dir.string() << "' || exit 99\nMICSIM='" << MICSIM_BINARY << "'\nexport MICSIM\n"
+  // Each case gets its own TMPDIR, so what it finds there (an engine's leftovers) is its own, not
+  // that of a test running beside it.
+  std::ofstream(file) << "cd '" << dir.string() << "' || exit 99\nmkdir -p .tmp && TMPDIR=\"$PWD/.tmp\" && export TMPDIR\n"
+                      << "MICSIM='" << MICSIM_BINARY << "'\nexport MICSIM\n"
                       << "MICSIM_SOURCE='" << MICSIM_SOURCE_DIR << "'\n" << prefix << script << "\n";
   return micsim::test::run_shell("sh '" + file.string() + "' 2>&1");
 }

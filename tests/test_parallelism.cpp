@@ -117,13 +117,14 @@ TEST_CASE("tensor parallelism across nodes is slower than inside a node") {
   CHECK(run(across).iteration_time_s > 1.05 * run(inside).iteration_time_s);
 }
 
-TEST_CASE("sequence parallelism: each block's backward waits for the all-gather of its output gradient; without it nothing blocks") {
+TEST_CASE("sequence parallelism: each block's backward waits for the all-gather of its output gradient unless TP communication overlaps") {
   // Megatron-LM: the backward of the forward's reduce-scatter is an all-gather that nothing overlaps;
   // without sequence parallelism the row-parallel backward starts at once (its all-reduce is overlapped).
-  auto blocking_gathers = [](bool sp) {
+  auto blocking_gathers = [](bool sp, bool overlap = false) {
     const std::string y = std::string("cluster: {instance: p4d.24xlarge, nodes: 1}\nmodel: {preset: gpt2-10b}\n") +
                           "training: {seq_len: 512, micro_batch: 2, global_batch: 2, precision: bf16}\n" +
-                          "parallelism: {tp: 8, sequence_parallel: " + (sp ? "true" : "false") + "}\nstrategy: {kind: ddp}\n";
+                          "parallelism: {tp: 8, sequence_parallel: " + (sp ? "true" : "false") +
+                          ", tp_comm_overlap: " + (overlap ? "true" : "false") + "}\nstrategy: {kind: ddp}\n";
     const PreparedSimulation p = prepare_simulation(parse_scenario_text(y, "<sp>"));
     int n = 0;
     for (const Task& t : p.graph.tasks) {
@@ -137,6 +138,8 @@ TEST_CASE("sequence parallelism: each block's backward waits for the all-gather 
   };
   CHECK(blocking_gathers(true) == find_model_preset("gpt2-10b")->layers);
   CHECK(blocking_gathers(false) == 0);
+  // --tp-comm-overlap / async TP pipeline that gather with its GEMM: it no longer blocks.
+  CHECK(blocking_gathers(true, true) == 0);
 }
 
 TEST_CASE("FSDP2 under pipelining gathers each unit once per step and reduce-scatters once, after the last micro-batch") {

@@ -177,17 +177,20 @@ MegatronRow read_torchtitan_row(const CsvTable& t, const CsvRow& r) {
     if (at != std::string::npos) local = num(notes.substr(at + 17, notes.find_first_not_of("0123456789", at + 17) - at - 17));
   }
   if (!(local > 0)) return skip("local batch size not stated");
-  double mb = local;
-  if (row.pp > 1) {
-    // torchtitan's default: as many pipeline micro-batches as stages.
-    mb = std::max(1.0, local / row.pp);
-    row.assumptions.push_back(fmt::format("{} pipeline micro-batches of {} (torchtitan's default: one per stage)", row.pp, int(mb)));
-  }
-  if (!(gb > 0)) gb = local * row.dp, row.assumptions.push_back(fmt::format("global batch {} (local x dp; not stated)", int(gb)));
+  // torchtitan's defaults (torchtitan/parallelisms/pipelining_utils.py, Dec 2024): a looped
+  // (interleaved) schedule gets 2 stages per rank (generate_split_points), and there are as many
+  // pipeline micro-batches as stages in total (build_pipeline_schedule: n_microbatches = pp x stages per rank).
   std::string schedule = f("schedule");
   int v = 1;
-  if (schedule == "interleaved") v = 2, row.assumptions.push_back("2 virtual stages (not stated)");
+  if (schedule == "interleaved") v = 2, row.assumptions.push_back("2 stages per rank (torchtitan's default for interleaved; not stated)");
   row.virtual_stages = v;
+  double mb = local;
+  if (row.pp > 1) {
+    const int micro_batches = row.pp * v;
+    mb = std::max(1.0, local / micro_batches);
+    row.assumptions.push_back(fmt::format("{} pipeline micro-batches of {} (torchtitan's default: one per stage)", micro_batches, int(mb)));
+  }
+  if (!(gb > 0)) gb = local * row.dp, row.assumptions.push_back(fmt::format("global batch {} (local x dp; not stated)", int(gb)));
   const bool fp8 = table.find("Float8") != std::string::npos, compile = table.find("torch.compile") != std::string::npos;
   const bool async_tp = table.find("AsyncTP") != std::string::npos || notes.find("AsyncTP") != std::string::npos;
   row.assumptions.push_back("H100 96 GB (500 W) taken as H100-SXM-80GB; 8 x 400 Gb/s RDMA taken as InfiniBand NDR (as the corpus does)");

@@ -338,14 +338,20 @@ class Builder {
   // With sequence parallelism the backward of each row-parallel GEMM (attention output, MLP down)
   // starts by all-gathering its sequence-split output gradient (the backward of the forward's
   // reduce-scatter): nothing computes meanwhile, so the block's backward waits for it. Without
-  // sequence parallelism that backward is the identity. Returns the task, or -1.
+  // sequence parallelism that backward is the identity. With tp_comm_overlap (Megatron-LM
+  // --tp-comm-overlap, torchtitan async TP) the gather is decomposed and pipelined with the GEMM that
+  // consumes it, like the forward's: it overlaps, and only the next block waits. Returns the blocking
+  // task, or -1.
   int64_t add_sequence_parallel_grad_gather(const UnitWork& unit, int m, int64_t after, const std::vector<uint32_t>& waits) {
     const double a = w_.tp_activation_bytes;
     if (a <= 0 || !in_.layout.mp.sequence_parallel || unit.kind != UnitKind::Block) return -1;
     std::vector<uint32_t> deps = waits;
     if (after >= 0) deps.push_back(uint32_t(after));
-    return add_task(TaskKind::TensorParallelComm, StreamId::ModelParallel, unit.index, m, deps,
-                    comm_index({CollectiveOp::AllGather, GroupKind::Tensor, 2 * a, 2}));
+    const int64_t t = add_task(TaskKind::TensorParallelComm, StreamId::ModelParallel, unit.index, m, deps,
+                               comm_index({CollectiveOp::AllGather, GroupKind::Tensor, 2 * a, 2}));
+    if (!in_.layout.mp.tp_comm_overlap) return t;
+    mp_waits_.push_back(uint32_t(t));
+    return -1;
   }
 
   // Ring attention: the block's keys and values (forward), and their gradients too (backward: twice the
