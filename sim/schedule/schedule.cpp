@@ -436,7 +436,7 @@ class Builder {
                           std::vector<uint32_t>& last_reduce) {
     // Gradients accumulated unsharded over the micro-batches (FSDP2 under pipelining) are
     // reduce-scattered once, after the last micro-batch's backward.
-    if (!last && !reduces_every_micro_step() && in_.sharding.unsharded_through_step) return;
+    if (in_.sharding.unsharded_through_step && !last) return;
     const ParallelLayout& l = in_.layout;
     const StrategyKind kind = in_.strategy.kind;
     // The collectives of one reduction: one for the bucket, or one per parameter tensor (DeepSpeed <= 0.5).
