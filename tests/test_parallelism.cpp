@@ -142,6 +142,32 @@ TEST_CASE("sequence parallelism: each block's backward waits for the all-gather 
   CHECK(blocking_gathers(true, true) == 0);
 }
 
+TEST_CASE("tp_backward_overlap: false makes the backward's tensor-parallel all-reduces wait for the block and the step longer") {
+  // Megatron-LM before 2021-08-30 (Narayanan et al. 2021's runs) all-reduced input gradients synchronously.
+  auto prepare = [](bool overlap) {
+    const std::string y = std::string("cluster: {instance: p4d.24xlarge, nodes: 1}\nmodel: {preset: gpt2-10b}\n") +
+                          "training: {seq_len: 512, micro_batch: 2, global_batch: 4, precision: bf16}\n" +
+                          "parallelism: {tp: 8, sequence_parallel: false, tp_backward_overlap: " + (overlap ? "true" : "false") +
+                          "}\nstrategy: {kind: ddp}\n";
+    return prepare_simulation(parse_scenario_text(y, "<tp-bwd>"));
+  };
+  auto after_backward = [](const PreparedSimulation& p) {  // backward TP collectives that depend on their block's backward
+    int n = 0;
+    for (const Task& t : p.graph.tasks) {
+      if (t.kind != TaskKind::TensorParallelComm) continue;
+      for (uint32_t d = t.deps_begin; d < t.deps_end; ++d) {
+        const Task& dep = p.graph.tasks[p.graph.deps[d]];
+        if (dep.kind == TaskKind::Backward && dep.unit == t.unit) ++n;
+      }
+    }
+    return n;
+  };
+  const PreparedSimulation overlapped = prepare(true), blocking = prepare(false);
+  CHECK(after_backward(overlapped) == 0);
+  CHECK(after_backward(blocking) >= find_model_preset("gpt2-10b")->layers);
+  CHECK(simulate_analytic(blocking).iteration_time_s > simulate_analytic(overlapped).iteration_time_s);
+}
+
 TEST_CASE("FSDP2 under pipelining gathers each unit once per step and reduce-scatters once, after the last micro-batch") {
   // torchtitan: reshard_after_forward is off when pp is enabled; PyTorch pipelining syncs FSDP gradients
   // in the last micro-batch only. ZeRO-3 without the fsdp2 profile gathers and reduces every micro-batch.

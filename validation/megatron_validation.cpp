@@ -122,6 +122,12 @@ MegatronRow read_row(const CsvTable& t, const CsvRow& r) {
   if (row.pp > 1) par["schedule"] = schedule.empty() ? "1f1b" : schedule;
   if (row.virtual_stages > 1) par["virtual_stages"] = row.virtual_stages;
   par["sequence_parallel"] = sp == "true";
+  // Narayanan et al. 2021 ran Megatron-LM before its asynchronous tensor-parallel all-reduce in backward
+  // (commit cf7efd4, 2021-08-30, after the paper's examples/sc21 scripts of de7dc40): those block.
+  if (row.id.rfind("nar21-", 0) == 0 && row.tp > 1) {
+    par["tp_backward_overlap"] = false;
+    row.assumptions.push_back("backward tensor-parallel all-reduces synchronous (Megatron-LM of early 2021)");
+  }
   y["strategy"]["kind"] = row.strategy;
   if (!zero3) {
     // Megatron-LM's data-parallel gradient reduction: "local" (the default until 2023) all-reduces one

@@ -25,7 +25,9 @@ struct ModelParallelism {
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   bool sequence_parallel = false;              // default true when tp > 1 (set by the scenario loader)
   bool tp_comm_overlap = false;                // forward TP collectives overlapped with the GEMMs too (Megatron
-                                               // --tp-comm-overlap, torchtitan async TP); backward ones always are
+                                               // --tp-comm-overlap, torchtitan async TP)
+  bool tp_backward_overlap = true;             // backward input-gradient all-reduces / reduce-scatters overlap the
+                                               // weight-gradient GEMMs (Megatron-LM since 2021-08-30); false: they block
 
   int model_parallel_size() const { return tp * pp * cp; }
   bool none() const { return tp == 1 && pp == 1 && cp == 1; }

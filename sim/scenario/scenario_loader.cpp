@@ -229,7 +229,7 @@ void parse_framework(const YamlNode& n, StrategySpec& s) {
 // change: heads by tp, layers by pp x virtual_stages, sequence by cp, GPUs by tp x pp x cp.
 ModelParallelism parse_parallelism(const YamlNode& n, const ClusterSpec& c, const ModelSpec& model, const TrainingSpec& t,
                                    std::vector<std::string>& warnings) {
-  n.check_keys({"tp", "pp", "cp", "virtual_stages", "schedule", "sequence_parallel", "tp_comm_overlap"});
+  n.check_keys({"tp", "pp", "cp", "virtual_stages", "schedule", "sequence_parallel", "tp_comm_overlap", "tp_backward_overlap"});
   ModelParallelism mp;
   const int world = c.world_size(), g = c.instance.gpus_per_node;
   if (auto v = n.get("tp")) {
@@ -284,6 +284,7 @@ ModelParallelism parse_parallelism(const YamlNode& n, const ClusterSpec& c, cons
   mp.sequence_parallel = mp.tp > 1;
   if (auto v = n.get("sequence_parallel")) mp.sequence_parallel = v->as_bool() && mp.tp > 1;
   if (auto v = n.get("tp_comm_overlap")) mp.tp_comm_overlap = v->as_bool() && mp.tp > 1;
+  if (auto v = n.get("tp_backward_overlap")) mp.tp_backward_overlap = v->as_bool();
   if (world % mp.model_parallel_size() != 0) {
     const char* key = n.has("pp") ? "pp" : n.has("cp") ? "cp" : "tp";
     n.at(key).fail(fmt::format("tp x pp x cp = {} x {} x {} = {} must divide the {} GPUs ({} nodes x {})", mp.tp, mp.pp, mp.cp,

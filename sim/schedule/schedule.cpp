@@ -172,8 +172,11 @@ class Builder {
           mp_waits_.clear();
           const int64_t sp_gather = add_sequence_parallel_grad_gather(unit, m, recompute ? rc : prev_compute_, bdeps);
           if (sp_gather >= 0) bdeps.push_back(uint32_t(sp_gather));
-          add_tensor_parallel(unit, m, recompute ? rc : prev_compute_, TaskKind::Backward);
+          const bool overlapped = in_.layout.mp.tp_backward_overlap;
+          if (overlapped) add_tensor_parallel(unit, m, recompute ? rc : prev_compute_, TaskKind::Backward);
           done = add_compute(TaskKind::Backward, use.unit, m, bdeps);
+          // Synchronous (Megatron-LM before its asynchronous all-reduce): after the block's gradients.
+          if (!overlapped) add_tensor_parallel(unit, m, done, TaskKind::Backward);
           mp_waits_.insert(mp_waits_.begin(), waits.begin(), waits.end());
           if (fw_.bucket_copy > 0 && (reduces_every_micro_step() || last))
             done = add_copy(TaskKind::GradBucketCopy, use.unit, m, fw_.bucket_copy * pe_ * double(unit.params), {uint32_t(done)});
