@@ -65,12 +65,16 @@ static std::vector<Gemm> score_gemms(const ModelSpec& m, const WorkloadOptions& 
   return {{q, s, d, batch}, {q, d, s, batch}};
 }
 
+// Elements of a rank's materialised score matrices: its heads' (s/cp) x s scores per sequence.
+static double score_elements(const ModelSpec& m, const WorkloadOptions& o) {
+  return double(o.micro_batch) * double(m.heads / o.mp.tp) * double(o.seq_len / o.mp.cp) * double(o.seq_len);
+}
+
 // Materialised attention's memory-bound passes over the scores (the GEMMs write and read them):
 // the fused scale-mask-softmax reads and writes them, dropout reads and writes them and a 1-byte mask.
 static double score_elementwise_bytes(const ModelSpec& m, const WorkloadOptions& o) {
-  const double scores = double(o.micro_batch) * (m.heads / o.mp.tp) * double(o.seq_len / o.mp.cp) * double(o.seq_len);
   const double e = bytes_per_element(o.precision);
-  return scores * (2 * e + (m.dropout ? 2 * e + 1 : 0));
+  return score_elements(m, o) * (2 * e + (m.dropout ? 2 * e + 1 : 0));
 }
 
 // One block's forward on one rank. Tensor parallelism splits the GEMMs' output (column-parallel QKV and
@@ -118,7 +122,7 @@ static PassWork block_forward(const ModelSpec& m, const WorkloadOptions& o) {
     // (7 more passes than a fused one), q/k/v and the attention output are transposed copies, and
     // unfused attention scales and masks the s x s scores in separate passes.
     w.elementwise_bytes += e * double(T) * (7.0 * 2.0 * f + 4.0 * 2.0 * h) / tp;
-    if (!o.flash_attention) w.elementwise_bytes += e * 2.0 * 2.0 * double(o.micro_batch) * (m.heads / tp) * double(s / cp) * double(s);
+    if (!o.flash_attention) w.elementwise_bytes += e * 2.0 * 2.0 * score_elements(m, o);
     w.kernels += 14;
   }
   return w;
