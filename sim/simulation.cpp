@@ -30,7 +30,8 @@ PreparedSimulation prepare_simulation(const Scenario& sc, const PrepareOptions& 
   p.sharding = make_sharding(sc.strategy, p.layout, p.workload);
   p.memory = estimate_memory(p.workload, p.sharding,
                              {sc.training.checkpointing, sc.training.checkpoint_every, sc.training.flash_attention,
-                              sc.parallelism.in_flight_micro_batches(sc.grad_accumulation_steps())},
+                              sc.parallelism.in_flight_micro_batches(sc.grad_accumulation_steps()), sc.training.cross_entropy,
+                              sc.training.logits_kept_through_backward},
                              sc.training.optimizer, sc.cluster.instance.gpu.memory_bytes);
   p.network = NetworkParams::from_instance(sc.cluster.instance);
   sc.calibration.apply(p.network);

@@ -93,6 +93,7 @@ TEST_CASE("bad input: exit status 2 with file, line, key and expectation") {
       {"override of a scalar as a mapping", good, " --set cluster.nodes.x=1", {"--set cluster.nodes.x=1", "single value"}},
       {"unknown strategy", replace("kind: mics", "kind: zeor3"), "", {"strategy.kind", "expected one of", "did you mean 'zero3'"}},
       {"missing key", replace("  seq_len: 512\n", ""), "", {"training.seq_len", "required key is missing"}},
+      {"unknown cross-entropy", good, " --set training.cross_entropy=chunked", {"training.cross_entropy", "fused", "torch"}},
   };
   for (const auto& c : cases) {
     std::string path = temp_file("bad.yaml", c.yaml);

@@ -34,10 +34,12 @@ SimulationResult simulate_text(const std::string& yaml) { return run(parse_scena
 TEST_CASE("without model parallelism the step is what micsim computed before 3-D parallelism existed") {
   // build/demo-*.json written by ./scripts/demo at 17:12 on 2026-11-30, before the parallelism key was added
   // (commit 41d4278's engine), gave 7.748243544559685 s and 9.203637299227118 s: the bundled scenario under
-  // MiCS and under ZeRO-3. Re-based once since, on purpose, when materialised attention became two batched
-  // GEMMs (docs/model.md §1.3): the 3-D code paths themselves must never move these.
+  // MiCS and under ZeRO-3. Re-based twice since, on purpose: when materialised attention became two batched
+  // GEMMs (docs/model.md §1.3), and when the head's loss and a recomputed block stopped being counted as
+  // alive together (docs/model.md §3.2: 0.58 GiB less peak memory under MiCS, so less allocator pressure).
+  // The 3-D code paths themselves must never move these.
   const std::string sc = std::string(MICSIM_SOURCE_DIR) + "/scenarios/bert-10b-mics-p3dn-16-nodes.yaml";
-  CHECK(run(load_scenario(sc)).iteration_time_s == doctest::Approx(7.5950477768598414).epsilon(1e-12));
+  CHECK(run(load_scenario(sc)).iteration_time_s == doctest::Approx(7.585829436489757).epsilon(1e-12));
   CHECK(run(load_scenario(sc, {"strategy.kind=zero3"})).iteration_time_s == doctest::Approx(9.14218820288989).epsilon(1e-12));
 }
 
@@ -287,6 +289,20 @@ TEST_CASE("published Megatron-LM runs (Korthikanti 2022 Table 5, Narayanan 2021 
     if (p.row->id.rfind("tt24dec-", 0) == 0 && p.row->metric == "tokens_per_s_per_gpu") tt += std::fabs(p.error()), ++m;
   REQUIRE(m >= 10);
   CHECK(tt / m <= 0.12);
+  // Their peak memory (every table, FSDP-only included): torchtitan logs the allocator's reserved peak,
+  // micsim predicts the allocated one, so it is low; within 11.5 % on average (today 10.5 %) and no row
+  // beyond 22 %. With Megatron-LM's loss memory and attention-core recomputation in place of torchtitan's
+  // cross-entropy and per-op policy the average was 23 % on the 11 model-parallel rows.
+  double mem = 0;
+  int k_mem = 0;
+  for (const auto& p : preds)
+    if (p.row->id.rfind("tt24dec-", 0) == 0 && p.row->metric == "memory_gb_per_gpu") {
+      CAPTURE(p.row->id);
+      CHECK(std::fabs(p.error()) < 0.22);
+      mem += std::fabs(p.error()), ++k_mem;
+    }
+  REQUIRE(k_mem >= 18);
+  CHECK(mem / k_mem <= 0.115);
 }
 
 TEST_CASE("parallelism errors name the key and what it must divide") {

@@ -257,7 +257,10 @@ TEST_CASE("flows as mailbox messages give the step times of the host-to-host eng
   // Step times pinned from the engine as it was before flows became inbox messages (SimGrid
   // sendto, commit 81d4696), on contended scenarios: a 4:1 oversubscribed fabric with scattered
   // placement, a slow node, ZeRO-3 and MiCS with a hierarchical gather; and 256 GPUs of the
-  // 16,384-GPU scenario. The change is a speed-up only: the same flows between the same hosts.
+  // 16,384-GPU scenario. The change is a speed-up only: the same flows between the same hosts. The last
+  // pin was re-based once (53.69370645395866 s before) when the head's loss and a recomputed block stopped
+  // being counted as alive together (docs/model.md §3.2): less memory, allocator-pressure slowdown
+  // 1.1000 -> 1.0958, nothing in the engine.
   const std::string contended = R"(cluster: {instance: p4d.24xlarge, nodes: 16, fabric: {oversubscription: 4, nodes_per_leaf: 4, placement: scattered}}
 model: {preset: gpt-100b}
 training: {seq_len: 2048, micro_batch: 1, global_batch: 256, precision: bf16, activation_checkpointing: true}
@@ -275,7 +278,7 @@ what_if:
        93.18369346359353},
       {parse_scenario_text(read_text(std::string(MICSIM_SOURCE_DIR) + "/scenarios/large/gpt-175b-mics-16384-gpus.yaml"), "<large>",
                            {"cluster.nodes=32", "training.global_batch=512"}),
-       53.69370645395866},
+       53.69203223768209},
   };
   for (const auto& c : cases) {
     const double s = des_time(c.sc);

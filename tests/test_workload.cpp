@@ -1,5 +1,6 @@
 // FLOPs and activations against their closed forms.
 #include <doctest/doctest.h>
+#include <algorithm>
 
 #include "models/memory/memory_model.hpp"
 #include "models/workload/workload.hpp"
@@ -53,4 +54,85 @@ TEST_CASE("model states follow (2+2+12)·Ψ/shard for mixed-precision Adam") {
   CHECK(optimizer_bytes_per_param(Optimizer::Adam, Precision::FP32) == 8.0);
   CHECK(optimizer_bytes_per_param(Optimizer::Lamb, Precision::BF16) == 12.0);
   CHECK(optimizer_bytes_per_param(Optimizer::Sgd, Precision::FP16) == 8.0);
+}
+
+TEST_CASE("the loss holds what its cross-entropy allocates per logit") {
+  // Megatron-LM: logits + one fp32 copy, softmax and gradient in place.
+  CHECK(loss_bytes_per_logit(CrossEntropy::Fused, Precision::BF16, false) == 6.0);
+  CHECK(loss_bytes_per_logit(CrossEntropy::Fused, Precision::BF16, true) == 6.0);
+  // F.cross_entropy(logits.float()): three fp32 tensors in its backward; DTensor loss parallel four.
+  CHECK(loss_bytes_per_logit(CrossEntropy::Torch, Precision::BF16, false) == 12.0);
+  CHECK(loss_bytes_per_logit(CrossEntropy::Torch, Precision::BF16, true) == 16.0);
+  CHECK(loss_bytes_per_logit(CrossEntropy::Torch, Precision::FP32, false) == 12.0);  // no copy, same backward
+
+  // In the estimate the difference is exactly (s·b·V/tp) x the difference per logit.
+  const ModelSpec& m = *find_model_preset("llama3-8b");
+  WorkloadOptions o;
+  o.micro_batch = 2, o.seq_len = 8192, o.precision = Precision::BF16, o.flash_attention = true;
+  Workload w = build_workload(m, o);
+  ShardingSpec s;
+  ActivationOptions fused{Checkpointing::None, 1, true}, torch = fused;
+  torch.cross_entropy = CrossEntropy::Torch;
+  const double logits = double(o.micro_batch * o.seq_len) * double(m.vocab);
+  CHECK(estimate_memory(w, s, torch, Optimizer::Adam, 80e9).activations_bytes -
+            estimate_memory(w, s, fused, Optimizer::Adam, 80e9).activations_bytes ==
+        doctest::Approx(6.0 * logits));
+}
+
+TEST_CASE("the head's loss and a block being recomputed are never alive together") {
+  const ModelSpec& m = *find_model_preset("llama3-8b");
+  WorkloadOptions o;
+  o.micro_batch = 1, o.seq_len = 4096, o.precision = Precision::BF16, o.flash_attention = true;
+  Workload w = build_workload(m, o);
+  ShardingSpec s;
+  const double block = block_activation_bytes(m, 1, 4096, Precision::BF16, true);
+  const double input = 2.0 * 4096 * m.hidden;
+  for (CrossEntropy ce : {CrossEntropy::Fused, CrossEntropy::Torch}) {
+    ActivationOptions a{Checkpointing::Full, 1, true};
+    a.cross_entropy = ce;
+    const double head = head_activation_bytes(m, 1, 4096, Precision::BF16, {}, ce);
+    CAPTURE(to_string(ce));
+    // Full checkpointing: every block's input, then the larger of the loss's peak and one recomputed block.
+    CHECK(estimate_memory(w, s, a, Optimizer::Adam, 80e9).activations_bytes == doctest::Approx(m.layers * input + std::max(head, block)));
+    // A trainer that still holds the logits (Composer's state.outputs) has them alive during the recompute.
+    a.logits_kept_through_backward = true;
+    const double logits = 2.0 * 4096 * double(m.vocab);
+    CHECK(estimate_memory(w, s, a, Optimizer::Adam, 80e9).activations_bytes ==
+          doctest::Approx(m.layers * input + std::max(head, block + logits)));
+  }
+}
+
+TEST_CASE("torchtitan's per-op checkpointing recomputes wk, wo, w3 and the elementwise ops, and keeps the rest") {
+  const ModelSpec& m = *find_model_preset("llama3-8b");
+  WorkloadOptions o;
+  o.micro_batch = 2, o.seq_len = 8192, o.precision = Precision::BF16, o.flash_attention = true;
+  o.checkpointing = Checkpointing::TorchtitanOp;
+  Workload w = build_workload(m, o);
+  const UnitWork& b = w.units[size_t(w.first_block())];
+  const int64_t T = 2 * 8192, h = m.hidden, kv = m.kv_dim(), f = m.ffn;
+  REQUIRE(b.recompute.gemms.size() == 3);
+  CHECK((b.recompute.gemms[0].m == T && b.recompute.gemms[0].n == kv && b.recompute.gemms[0].k == h));  // wk
+  CHECK((b.recompute.gemms[1].m == T && b.recompute.gemms[1].n == h && b.recompute.gemms[1].k == h));   // wo
+  CHECK((b.recompute.gemms[2].m == T && b.recompute.gemms[2].n == f && b.recompute.gemms[2].k == h));   // w3
+  CHECK(b.recompute.attention_flops == 0.0);                                    // attention's output is kept
+  CHECK(b.recompute.elementwise_bytes == b.forward.elementwise_bytes);          // every elementwise op again
+  // The reported hardware FLOPs count exactly what the workload recomputes.
+  const double per_token = hardware_flops_per_token(m, w.params, 8192, Checkpointing::TorchtitanOp) - model_flops_per_token(m, w.params, 8192);
+  CHECK(per_token == doctest::Approx(m.layers * 2.0 * double(h * kv + h * h + h * f)));
+  double recompute_flops = 0;
+  for (const auto& u : w.units) recompute_flops += u.recompute.flops();
+  CHECK(recompute_flops == doctest::Approx(per_token * T));
+
+  // Memory: more than full checkpointing keeps, less than keeping everything.
+  ShardingSpec s;
+  auto activations = [&](Checkpointing c) {
+    WorkloadOptions oc = o;
+    oc.checkpointing = c;
+    return estimate_memory(build_workload(m, oc), s, {c, 1, true}, Optimizer::Adam, 80e9).activations_bytes;
+  };
+  CHECK(activations(Checkpointing::Full) < activations(Checkpointing::TorchtitanOp));
+  CHECK(activations(Checkpointing::TorchtitanOp) < activations(Checkpointing::None));
+  const double kept = torchtitan_op_kept_bytes(m, 2, 8192, Precision::BF16, true, {});
+  // input h, wq h, wv kv, w1 f, w2 h, attention output h (+ fp32 log-sum-exp per head and token)
+  CHECK(kept == doctest::Approx(2.0 * T * (4 * h + kv + f) + 4.0 * m.heads * T));
 }

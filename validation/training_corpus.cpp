@@ -196,6 +196,11 @@ std::vector<CorpusRow> load_training_corpus(const std::string& dir) {
       std::string ck = row.checkpointing;
       if (ck == "unknown" || ck.empty()) ck = "full", assumed.push_back("full activation checkpointing");
       tr["activation_checkpointing"] = ck;
+      // torchtitan's loss is F.cross_entropy on the logits cast to fp32 (train.py loss_fn).
+      if (f("software").find("torchtitan") != std::string::npos) tr["cross_entropy"] = "torch";
+      // llm-foundry runs on Composer, whose trainer keeps the logits in state.outputs (for its training
+      // metrics) through the backward: Trainer._train_microbatch, self.state.outputs = self.state.model(batch).
+      if (arch == "mpt") tr["logits_kept_through_backward"] = true;
       const double every = num(f("checkpoint_every"));
       if (ck == "selective-layer") {
         tr["checkpoint_every"] = every > 0 ? int64_t(every) : 2;
@@ -261,6 +266,7 @@ std::vector<CorpusRow> load_training_corpus(const std::string& dir) {
       YAML::Node tr = y["training"];
       tr["seq_len"] = row.seq_len, tr["micro_batch"] = row.micro_batch, tr["global_batch"] = int64_t(num(f("GlobalBatchSize")));
       tr["precision"] = "bf16", tr["activation_checkpointing"] = row.checkpointing, tr["flash_attention"] = true;
+      tr["logits_kept_through_backward"] = true;  // Composer, as for the llm-foundry rows above
       y["strategy"]["kind"] = "zero3";
       y["strategy"]["framework"] = "fsdp1";
       YAML::Emitter e;

@@ -42,13 +42,60 @@ double attention_core_activation_bytes(const ModelSpec& m, int64_t b, int64_t s,
   return flash ? 4.0 * m.heads * sb : sq * (e + (m.dropout ? e + 1.0 : 0.0));
 }
 
-double head_activation_bytes(const ModelSpec& m, int64_t b, int64_t s, Precision p, const ModelParallelism& mp) {
+double torchtitan_op_kept_bytes(const ModelSpec& m, int64_t b, int64_t s, Precision p, bool flash, const ModelParallelism& mp) {
+  const double e = bytes_per_element(p);
+  const double T = double(s / mp.cp) * double(b), h = double(m.hidden), f = double(m.ffn), kv = double(m.kv_dim());
+  const double tp = mp.tp;
+  const bool sp = mp.sequence_parallel && mp.tp > 1;
+  double kept = e * T * h / (sp ? tp : 1.0);  // the block's input (checkpoint)
+  // Odd-numbered matmuls' outputs (Llama: wq, wv, w1, w2; GPT-2: c_attn, c_fc). A row-parallel output is
+  // a full-width partial sum before its reduction.
+  if (m.arch == Arch::Gpt) kept += e * T * ((h + 2 * kv) / tp + f / tp);
+  else kept += e * T * (h / tp + kv / tp + f / tp + (m.gated_mlp() ? h : 0.0));
+  if (flash) kept += e * T * h / tp + 4.0 * double(m.heads) / tp * T;  // attention output and log-sum-exp
+  if (sp) kept += 2.0 * e * T * h / tp;                                 // the two reduce-scatters' outputs
+  return kept;
+}
+
+double loss_bytes_per_logit(CrossEntropy ce, Precision p, bool vocab_parallel) {
+  const double e = bytes_per_element(p);
+  // Megatron-LM (tensor_parallel/cross_entropy.py): the logits and one fp32 copy in which the softmax,
+  // then its gradient, are computed in place.
+  if (ce == CrossEntropy::Fused) return e + 4.0;
+  const double fp32_copy = e < 4.0 ? 4.0 : 0.0;  // logits.float() copies 16-bit logits
+  if (!vocab_parallel) {
+    // aten log_softmax: forward holds the logits, the copy and the log-softmax output; backward (the
+    // logits deleted first, as torchtitan's train step does) holds the saved output, nll_loss's gradient
+    // and log_softmax_backward's output, 4 bytes each.
+    return std::max(e + fp32_copy + 4.0, 12.0);
+  }
+  // DTensor loss_parallel (torch/distributed/tensor/parallel/loss.py, _log_softmax and
+  // _nll_loss_and_log_softmax_backward): forward adds the shifted logits and their exponential (then the
+  // result); backward holds the saved output, the scattered one-hot, exp(output) and their sum, 4 B each.
+  return std::max(e + fp32_copy + 8.0, 16.0);
+}
+
+namespace {
+// The head's activations of one micro-batch: what exists from its forward to its backward (logits and
+// the loss at its peak, the final norm / MLM transform), and the embedding's (until the very end).
+struct HeadActivations {
+  double head = 0, embedding = 0;
+  double logits = 0;  // the logits tensor alone (16-bit)
+};
+HeadActivations head_activations(const ModelSpec& m, int64_t b, int64_t s, Precision p, const ModelParallelism& mp, CrossEntropy ce) {
   const double e = bytes_per_element(p);
   const double sb = double(s / mp.cp) * double(b);
-  double logits = sb * double((m.vocab + mp.tp - 1) / mp.tp) * (e + 4.0);  // logits, then fp32 softmax for the loss (vocabulary-parallel)
-  double extra = e * sb * m.hidden * (m.encoder_head != EncoderHead::None ? 4.0 : 1.0) / (mp.sequence_parallel ? mp.tp : 1);  // final norm / MLM transform
-  double embedding = (m.dropout ? 1.0 : 0.0) * sb * m.hidden;  // embedding dropout mask
-  return logits + extra + embedding;
+  const double rank_logits = sb * double((m.vocab + mp.tp - 1) / mp.tp);
+  const double logits = rank_logits * loss_bytes_per_logit(ce, p, mp.tp > 1);
+  const double extra = e * sb * m.hidden * (m.encoder_head != EncoderHead::None ? 4.0 : 1.0) / (mp.sequence_parallel ? mp.tp : 1);  // final norm / MLM transform
+  const double embedding = (m.dropout ? 1.0 : 0.0) * sb * m.hidden;  // embedding dropout mask
+  return {logits + extra, embedding, e * rank_logits};
+}
+}  // namespace
+
+double head_activation_bytes(const ModelSpec& m, int64_t b, int64_t s, Precision p, const ModelParallelism& mp, CrossEntropy ce) {
+  const HeadActivations h = head_activations(m, b, s, p, mp, ce);
+  return h.head + h.embedding;
 }
 
 double optimizer_bytes_per_param(Optimizer opt, Precision p) {
@@ -91,6 +138,11 @@ MemoryEstimate estimate_memory(const Workload& w, const ShardingSpec& s, const A
       stored = layers * (block - core), transient = core;
       break;
     }
+    case Checkpointing::TorchtitanOp: {
+      const double kept = std::min(block, torchtitan_op_kept_bytes(md, b, sl, prec, a.flash_attention, mp));
+      stored = layers * kept, transient = block - kept;  // the rest exists again while one block is recomputed
+      break;
+    }
     case Checkpointing::SelectiveLayer: {
       int checkpointed = 0;
       for (int l = md.layers - layers; l < md.layers; ++l) checkpointed += block_checkpointed(a.checkpointing, a.checkpoint_every, l);
@@ -98,8 +150,13 @@ MemoryEstimate estimate_memory(const Workload& w, const ShardingSpec& s, const A
       break;
     }
   }
-  const double blocks = a.in_flight_micro_batches * stored + transient;
-  m.activations_bytes = head_activation_bytes(md, b, sl, prec, mp) + blocks;
+  // At the peak the blocks' stored activations (of every micro-batch in flight) and the embedding's are
+  // alive, and on top of them either the head with its loss (end of the forward, start of the backward)
+  // or one block being recomputed (later: the head's tensors are freed by then, unless the trainer still
+  // holds the logits, as Composer does in state.outputs for its training metrics), never both.
+  const HeadActivations head = head_activations(md, b, sl, prec, mp, a.cross_entropy);
+  const double held_logits = a.logits_kept_through_backward ? head.logits : 0.0;
+  m.activations_bytes = a.in_flight_micro_batches * stored + head.embedding + std::max(head.head, transient + held_logits);
 
   // Buffers. Sharded strategies hold the unit being computed plus the prefetched ones, bounded by
   // max_live_parameters, and the full gradient of the unit until it is reduce-scattered.

@@ -50,6 +50,8 @@ struct ActivationOptions {
   int checkpoint_every = 1;
   bool flash_attention = false;
   double in_flight_micro_batches = 1;  // pipeline parallelism: micro-batches whose activations a stage holds
+  CrossEntropy cross_entropy = CrossEntropy::Fused;  // what the loss allocates (loss_bytes_per_logit)
+  bool logits_kept_through_backward = false;         // the trainer still references the logits (Composer's state.outputs)
 };
 
 // Bytes of stored activations for one transformer block and one micro-batch (Korthikanti et al. 2022,
@@ -65,8 +67,17 @@ double rank_block_activation_bytes(const ModelSpec& m, int64_t micro_batch, int6
 // scores, softmax and dropout (5·a·s²·b bytes in 16-bit), or only the fp32 log-sum-exp with
 // FlashAttention (which is why selective recomputation saves little memory there).
 double attention_core_activation_bytes(const ModelSpec& m, int64_t micro_batch, int64_t seq_len, Precision p, bool flash);
+// What torchtitan's per-op checkpointing (Checkpointing::TorchtitanOp) keeps of one block on one rank
+// until its backward: the block's input and the outputs of the matmuls, attention and reduce-scatters
+// its save list names.
+double torchtitan_op_kept_bytes(const ModelSpec& m, int64_t micro_batch, int64_t seq_len, Precision p, bool flash,
+                                const ModelParallelism& mp);
 // Bytes kept for the embedding and head (logits in 16-bit plus the fp32 softmax of the loss).
-double head_activation_bytes(const ModelSpec& m, int64_t micro_batch, int64_t seq_len, Precision p, const ModelParallelism& mp = {});
+double head_activation_bytes(const ModelSpec& m, int64_t micro_batch, int64_t seq_len, Precision p, const ModelParallelism& mp = {},
+                             CrossEntropy ce = CrossEntropy::Fused);
+// Bytes per logit alive at the loss's peak (the logits, their fp32 copy and what the cross-entropy
+// allocates), for this rank's share of the vocabulary (vocabulary-parallel when tp > 1).
+double loss_bytes_per_logit(CrossEntropy ce, Precision p, bool vocab_parallel);
 
 // Bytes per parameter of optimizer state (fp32 master copy when mixed precision, plus moments).
 double optimizer_bytes_per_param(Optimizer opt, Precision p);

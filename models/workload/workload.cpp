@@ -10,9 +10,12 @@ const char* to_string(Checkpointing c) {
     case Checkpointing::Full: return "full";
     case Checkpointing::SelectiveOp: return "selective-op";
     case Checkpointing::SelectiveLayer: return "selective-layer";
+    case Checkpointing::TorchtitanOp: return "torchtitan-op";
   }
   return "?";
 }
+
+const char* to_string(CrossEntropy c) { return c == CrossEntropy::Torch ? "torch" : "fused"; }
 
 bool block_checkpointed(Checkpointing c, int every, int layer) {
   if (c == Checkpointing::Full) return true;
@@ -128,6 +131,37 @@ static PassWork block_forward(const ModelSpec& m, const WorkloadOptions& o) {
   return w;
 }
 
+// The block's dense matmuls in the order the model code calls them (Llama: wq, wk, wv, wo, w1, w3, w2;
+// GPT-2: c_attn, c_proj, c_fc, c_proj), as [m, n, k] per rank: what torchtitan's per-op policy counts.
+static std::vector<Gemm> block_matmuls_in_call_order(const ModelSpec& m, const WorkloadOptions& o) {
+  const int tp = o.mp.tp;
+  const int64_t T = o.micro_batch * o.seq_len / o.mp.cp, h = m.hidden, f = m.ffn, kv = m.kv_dim();
+  std::vector<Gemm> g;
+  if (m.arch == Arch::Gpt) g.push_back({T, (h + 2 * kv) / tp, h});
+  else g.push_back({T, h / tp, h}), g.push_back({T, kv / tp, h}), g.push_back({T, kv / tp, h});
+  g.push_back({T, h, h / tp});
+  if (m.gated_mlp()) g.push_back({T, f / tp, h});
+  g.push_back({T, f / tp, h});
+  g.push_back({T, h, f / tp});
+  return g;
+}
+
+// torchtitan's per-op checkpointing recomputes, in backward, the even-numbered matmuls, materialised
+// attention's batched matmuls (bmm is not on its save list) and every elementwise op; attention kept.
+static PassWork torchtitan_op_recompute(const ModelSpec& m, const WorkloadOptions& o, const PassWork& fwd) {
+  PassWork r;
+  r.fp8_gemms = fwd.fp8_gemms;
+  r.causal = fwd.causal;
+  const std::vector<Gemm> mm = block_matmuls_in_call_order(m, o);
+  for (size_t i = 0; i < mm.size(); ++i)
+    if (i % 2 == 1) r.gemms.push_back(mm[i]);  // 0-based odd = the policy's even-numbered (1-based) calls
+  r.score_gemms = fwd.score_gemms;
+  r.elementwise_bytes = fwd.elementwise_bytes;
+  r.eager_bytes = fwd.eager_bytes;
+  r.kernels = std::max(1, fwd.kernels - (o.flash_attention ? 1 : 0));
+  return r;
+}
+
 static PassWork backward_of(const PassWork& fwd, bool flash) {
   PassWork b;
   b.fp8_gemms = fwd.fp8_gemms;
@@ -232,6 +266,7 @@ Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt) {
     u.backward = bb;
     if (block_checkpointed(opt.checkpointing, opt.checkpoint_every, l)) u.recompute = bf;
     else if (opt.checkpointing == Checkpointing::SelectiveOp) u.recompute = core;
+    else if (opt.checkpointing == Checkpointing::TorchtitanOp) u.recompute = torchtitan_op_recompute(model, opt, bf);
     w.units.push_back(u);
   }
 
@@ -284,6 +319,14 @@ double hardware_flops_per_token(const ModelSpec& m, const ParamCounts& p, int64_
       int checkpointed = 0;
       for (int l = 0; l < m.layers; ++l) checkpointed += block_checkpointed(c, every, l);
       return base + checkpointed * (2.0 * double(p.per_layer) + attention_core);
+    }
+    case Checkpointing::TorchtitanOp: {
+      WorkloadOptions one;  // one token, no model parallelism
+      const std::vector<Gemm> mm = block_matmuls_in_call_order(m, one);
+      double recomputed = 0;
+      for (size_t i = 0; i < mm.size(); ++i)
+        if (i % 2 == 1) recomputed += 2.0 * double(mm[i].n) * double(mm[i].k);
+      return base + m.layers * recomputed;
     }
   }
   return base;

@@ -42,8 +42,24 @@ enum class UnitKind { Embedding, Block, Head };
 //                    al. 2022, arXiv 2205.05198, "selective activation recomputation")
 //   selective-layer  every k-th block (checkpoint_every) is checkpointed in full, the others keep
 //                    everything (torchtitan activation_checkpoint.mode selective, selective_ac_option k)
-enum class Checkpointing { None, Full, SelectiveOp, SelectiveLayer };
+//   torchtitan-op    torchtitan's per-op policy (mode selective, selective_ac_option "op"): every block
+//                    keeps the outputs of its odd-numbered matmuls (Llama: wq, wv, w1, w2), of attention and
+//                    of reduce-scatters, and recomputes the rest (wk, wo, w3 and every elementwise op);
+//                    FP8 linears count alike: the policy's dispatch mode sees aten.mm before the float8
+//                    tensor subclass turns it into torch._scaled_mm
+//                    (torchtitan/parallelisms/parallelize_llama.py _save_list, Apr 2024 - mid 2025)
+enum class Checkpointing { None, Full, SelectiveOp, SelectiveLayer, TorchtitanOp };
 const char* to_string(Checkpointing c);
+
+// How the training script computes the cross-entropy over the vocabulary: what the loss holds in
+// memory at its peak (models/memory/memory_model.cpp, loss_bytes_per_logit).
+//   fused  Megatron-LM's vocab_parallel_cross_entropy: one fp32 copy of the logits, softmax and its
+//          gradient computed in place in it
+//   torch  F.cross_entropy(logits.float()), as torchtitan and Hugging Face models call it: the fp32
+//          copy, the log-softmax output and each gradient are separate tensors (with tp > 1, DTensor
+//          loss_parallel's decomposition adds the shifted logits and their exponential)
+enum class CrossEntropy { Fused, Torch };
+const char* to_string(CrossEntropy c);
 
 struct UnitWork {
   UnitKind kind = UnitKind::Block;

@@ -244,9 +244,9 @@ std::string fsdp2_script(const Scenario& sc, const SimulationResult* predicted) 
   int every = 0;
   if (sc.training.checkpointing == Checkpointing::Full) every = 1;
   if (sc.training.checkpointing == Checkpointing::SelectiveLayer) every = std::max(1, sc.training.checkpoint_every);
-  if (sc.training.checkpointing == Checkpointing::SelectiveOp) {
+  if (sc.training.checkpointing == Checkpointing::SelectiveOp || sc.training.checkpointing == Checkpointing::TorchtitanOp) {
     every = 1;
-    note += std::string(note.empty() ? "" : " ") + "Selective per-op checkpointing is written as full block checkpointing here.";
+    note += std::string(note.empty() ? "" : " ") + "Selective per-op checkpointing (selective-op, torchtitan-op) is written as full block checkpointing here.";
   }
   const int prefetch = s.framework && s.framework->prefetch_units > 0 ? s.framework->prefetch_units : 1;
   std::string prediction = "nothing (no simulation given)";

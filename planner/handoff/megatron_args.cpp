@@ -50,6 +50,10 @@ std::string megatron_args(const Scenario& sc, std::vector<std::string>* notes) {
     case Checkpointing::None: break;
     case Checkpointing::Full: arg("--recompute-granularity full"), arg("--recompute-method uniform"), arg("--recompute-num-layers 1"); break;
     case Checkpointing::SelectiveOp: arg("--recompute-granularity selective"); break;
+    case Checkpointing::TorchtitanOp:
+      arg("--recompute-granularity selective");
+      note("torchtitan-op (torchtitan's per-op policy) has no Megatron-LM equivalent: written as selective (attention-core) recomputation");
+      break;
     case Checkpointing::SelectiveLayer:
       arg("--recompute-granularity full"), arg("--recompute-method block");
       note(fmt::format("selective-layer (every {}th block) is written as block recompute; set --recompute-num-layers to the "

@@ -83,7 +83,12 @@ std::string torchtitan_toml(const Scenario& sc, std::vector<std::string>* notes)
   switch (sc.training.checkpointing) {
     case Checkpointing::None: break;
     case Checkpointing::Full: ac = "full"; break;
-    case Checkpointing::SelectiveOp: ac = "selective", ac_option = "op"; break;
+    case Checkpointing::SelectiveOp:
+      ac = "selective", ac_option = "op";
+      note("selective-op (recompute the attention core only) has no torchtitan equivalent: written as torchtitan's per-op "
+           "policy, which recomputes every other matmul too (simulate activation_checkpointing: torchtitan-op for its prediction)");
+      break;
+    case Checkpointing::TorchtitanOp: ac = "selective", ac_option = "op"; break;
     case Checkpointing::SelectiveLayer: ac = "selective", ac_option = std::to_string(std::max(1, sc.training.checkpoint_every)); break;
   }
   const int64_t dp = int64_t(replicate) * shard;

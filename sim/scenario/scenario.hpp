@@ -55,6 +55,8 @@ struct TrainingSpec {
   Optimizer optimizer = Optimizer::Adam;
   bool flash_attention = false;   // default: true on Ampere and newer, false on Volta
   bool fused_kernels = true;      // false: minGPT-style eager code (decomposed GELU, transposed copies)
+  CrossEntropy cross_entropy = CrossEntropy::Fused;  // how the loss is computed (its memory: see CrossEntropy)
+  bool logits_kept_through_backward = false;         // the trainer holds the logits until the step ends (Composer)
 };
 
 struct Scenario {

@@ -114,7 +114,8 @@ ModelSpec parse_model(const YamlNode& n, std::vector<std::string>& inputs) {
 
 TrainingSpec parse_training(const YamlNode& n, const GpuSpec& gpu) {
   n.check_keys({"seq_len", "micro_batch", "global_batch", "grad_accumulation_steps", "precision", "activation_checkpointing",
-                "checkpoint_every", "optimizer", "flash_attention", "fused_kernels", "compile"});
+                "checkpoint_every", "optimizer", "flash_attention", "fused_kernels", "compile", "cross_entropy",
+                "logits_kept_through_backward"});
   TrainingSpec t;
   t.seq_len = n.at("seq_len").as_int_in(1, 1 << 22);
   t.micro_batch = n.at("micro_batch").as_int_in(1, 1 << 20);
@@ -140,9 +141,10 @@ TrainingSpec parse_training(const YamlNode& n, const GpuSpec& gpu) {
     if (v == "true" || v == "false" || v == "True" || v == "False" || v == "yes" || v == "no" || v == "on" || v == "off")
       t.checkpointing = a->as_bool() ? Checkpointing::Full : Checkpointing::None;
     else {
-      const std::string c = a->as_choice({"none", "full", "selective-op", "selective-layer", "true", "false"});
+      const std::string c = a->as_choice({"none", "full", "selective-op", "selective-layer", "torchtitan-op", "true", "false"});
       t.checkpointing = c == "full" ? Checkpointing::Full : c == "selective-op" ? Checkpointing::SelectiveOp
-                        : c == "selective-layer" ? Checkpointing::SelectiveLayer : Checkpointing::None;
+                        : c == "selective-layer" ? Checkpointing::SelectiveLayer : c == "torchtitan-op" ? Checkpointing::TorchtitanOp
+                        : Checkpointing::None;
     }
   }
   if (auto k = n.get("checkpoint_every")) {
@@ -150,6 +152,8 @@ TrainingSpec parse_training(const YamlNode& n, const GpuSpec& gpu) {
     t.checkpoint_every = int(k->as_int_in(1, 1 << 16));
   }
   if (auto c = n.get("compile")) t.compile = c->as_bool();
+  if (auto c = n.get("cross_entropy")) t.cross_entropy = c->as_choice({"fused", "torch"}) == "torch" ? CrossEntropy::Torch : CrossEntropy::Fused;
+  if (auto k = n.get("logits_kept_through_backward")) t.logits_kept_through_backward = k->as_bool();
   if (auto o = n.get("optimizer")) {
     // adamw: the same state (two moments + fp32 master) and the same per-element work as adam.
     std::string s = o->as_choice({"adam", "adamw", "lamb", "sgd"});
