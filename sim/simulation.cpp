@@ -11,9 +11,12 @@
 
 namespace micsim {
 
-PreparedSimulation prepare_simulation(const Scenario& sc, const PrepareOptions& opt) {
+// One pipeline stage (the whole model without pipelining): its workload, memory (holding `in_flight`
+// micro-batches' activations), schedule and costs.
+static PreparedSimulation prepare_stage(const Scenario& sc, const PrepareOptions& opt, int stage, double in_flight) {
   PreparedSimulation p;
   p.scenario = sc;
+  p.stage = stage;
   WorkloadOptions wo;
   wo.micro_batch = sc.training.micro_batch;
   wo.seq_len = sc.training.seq_len;
@@ -25,13 +28,13 @@ PreparedSimulation prepare_simulation(const Scenario& sc, const PrepareOptions& 
   wo.checkpointing = sc.training.checkpointing;
   wo.checkpoint_every = sc.training.checkpoint_every;
   wo.mp = sc.parallelism;
+  wo.stage = stage;
   p.workload = build_workload(sc.model, wo);
   p.layout = make_layout(sc.strategy, sc.cluster.nodes, sc.cluster.instance.gpus_per_node, sc.parallelism);
   p.sharding = make_sharding(sc.strategy, p.layout, p.workload);
   p.memory = estimate_memory(p.workload, p.sharding,
-                             {sc.training.checkpointing, sc.training.checkpoint_every, sc.training.flash_attention,
-                              sc.parallelism.in_flight_micro_batches(sc.grad_accumulation_steps()), sc.training.cross_entropy,
-                              sc.training.logits_kept_through_backward},
+                             {sc.training.checkpointing, sc.training.checkpoint_every, sc.training.flash_attention, in_flight,
+                              sc.training.cross_entropy, sc.training.logits_kept_through_backward},
                              sc.training.optimizer, sc.cluster.instance.gpu.memory_bytes);
   p.network = NetworkParams::from_instance(sc.cluster.instance);
   sc.calibration.apply(p.network);
@@ -64,6 +67,67 @@ PreparedSimulation prepare_simulation(const Scenario& sc, const PrepareOptions& 
   const int nic_links = nic_links_of(sc.cluster.instance);
   for (size_t i = 0; i < p.graph.comm_ops.size(); ++i)
     p.uplink_slowdown.push_back(uplink_slowdown(p.graph.comm_ops[i].group, p.layout, fabric, nic_links, p.costs.comm[i].estimate));
+  return p;
+}
+
+PreparedSimulation prepare_simulation(const Scenario& sc, const PrepareOptions& opt) {
+  const ModelParallelism& mp = sc.parallelism;
+  const int64_t m = sc.grad_accumulation_steps();
+  if (mp.pp <= 1) return prepare_stage(sc, opt, 0, 1.0);
+  // Pipeline stages differ: uneven splits give them different block counts, the first adds the
+  // embedding, the last the head and the loss, and the earlier a stage the more micro-batches'
+  // activations it holds. Each distinct stage gets its own workload, graph and costs; stages alike in
+  // work share one, with the memory of the earliest of them (it holds the most).
+  struct Shape {
+    bool first, last;
+    int layers, checkpointed;
+    bool operator==(const Shape& o) const { return first == o.first && last == o.last && layers == o.layers && checkpointed == o.checkpointed; }
+  };
+  std::vector<Shape> keys;
+  std::vector<PreparedSimulation> shapes;
+  std::vector<size_t> shape_of(size_t(mp.pp));
+  std::vector<int> stages_of;
+  for (int s = 0; s < mp.pp; ++s) {
+    const std::vector<int> layers = mp.stage_layer_indices(sc.model.layers, s);
+    int checkpointed = 0;
+    for (int l : layers) checkpointed += block_checkpointed(sc.training.checkpointing, sc.training.checkpoint_every, l);
+    const Shape key{s == 0, s == mp.pp - 1, int(layers.size()), checkpointed};
+    const auto it = std::find(keys.begin(), keys.end(), key);
+    shape_of[size_t(s)] = size_t(it - keys.begin());
+    if (it != keys.end()) {
+      ++stages_of[shape_of[size_t(s)]];
+      continue;
+    }
+    keys.push_back(key);
+    stages_of.push_back(1);
+    shapes.push_back(prepare_stage(sc, opt, s, mp.in_flight_micro_batches(m, s)));
+  }
+  // Fill and drain: a stage waits while every other stage works on one micro-batch (per model chunk:
+  // 1/v of it), Narayanan et al. 2021 §2.2 with each stage's own slot. Equal stages give (pp-1)/v slots.
+  std::vector<double> slot(shapes.size());
+  double all_slots = 0;
+  for (size_t k = 0; k < shapes.size(); ++k) slot[k] = micro_batch_slot_s(shapes[k].graph, shapes[k].costs);
+  for (int s = 0; s < mp.pp; ++s) all_slots += slot[shape_of[size_t(s)]];
+  for (size_t k = 0; k < shapes.size(); ++k)
+    set_pipeline_bubble(shapes[k].graph, shapes[k].costs, (all_slots - slot[k]) / double(mp.virtual_stages));
+  // The slowest stage sets the step (ties: the last stage, which has the head); the fullest memory is
+  // the run's memory.
+  size_t slowest = shapes.size() - 1, fullest = 0;
+  std::vector<StageSummary> summaries;
+  std::vector<double> step(shapes.size());
+  for (size_t k = 0; k < shapes.size(); ++k) step[k] = simulate_analytic(shapes[k]).iteration_time_s;
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    if (step[k] > step[slowest] * (1 + 1e-12)) slowest = k;
+    if (shapes[k].memory.peak_bytes > shapes[fullest].memory.peak_bytes) fullest = k;
+    summaries.push_back({shapes[k].stage, stages_of[k], keys[k].layers, keys[k].first, keys[k].last, slot[k], step[k],
+                         shapes[k].memory.peak_bytes});
+  }
+  PreparedSimulation p = std::move(shapes[slowest]);
+  if (fullest != slowest) {
+    p.memory = shapes[fullest].memory;
+    p.memory_utilisation = shapes[fullest].memory_utilisation;
+  }
+  p.stages = std::move(summaries);
   return p;
 }
 
@@ -193,6 +257,19 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
                                     "{:.2f}x longer (uplinks shared max-min fairly by all concurrent rings)",
                                     sc.cluster.fabric.nodes_per_leaf, sc.cluster.fabric.oversubscription,
                                     sc.cluster.fabric.scattered ? "scattered" : "packed", worst_uplink));
+  if (!p.stages.empty()) {
+    // Which stage was simulated, and how the others compare (they set its bubble).
+    std::string list;
+    for (const StageSummary& s : p.stages) {
+      const std::string name = s.stages > 1 ? fmt::format("stages {}-{}", s.stage, s.stage + s.stages - 1) : fmt::format("stage {}", s.stage);
+      list += fmt::format("{}{} ({} blocks{}{}): {:.3f} s per micro-batch, step {:.3f} s, peak {:.2f} GiB", list.empty() ? "" : "; ", name,
+                          s.layers, s.embedding ? " + embedding" : "", s.head ? " + head" : "", s.slot_s, s.step_s,
+                          s.peak_bytes / double(1 << 30));
+    }
+    r.sources.push_back(fmt::format("pipeline: every distinct stage built and costed (analytic), the slowest, stage {}, simulated "
+                                    "by this engine; its bubble = the other stages' micro-batch times / virtual stages: {}",
+                                    p.stage, list));
+  }
   r.sources.push_back(fmt::format("compute: {}", p.compute_calibration.source));
   if (p.compute_slowdown > 1.0)
     r.sources.push_back(fmt::format("compute {:.1f} % slower from allocator pressure at {:.0f} % memory use (FSDP paper sec 5.4; "

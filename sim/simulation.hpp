@@ -11,12 +11,25 @@
 
 namespace micsim {
 
+// One distinct pipeline stage, as prepare_simulation evaluated it.
+struct StageSummary {
+  int stage = 0;             // the first stage of this shape (0 = the pipeline's first)
+  int stages = 1;            // how many stages are alike
+  int layers = 0;            // blocks
+  bool embedding = false, head = false;
+  double slot_s = 0;         // one micro-batch on its critical path (compute + blocking model-parallel communication)
+  double step_s = 0;         // analytic step time with its bubble
+  double peak_bytes = 0;     // memory of the earliest stage of this shape
+};
+
 struct PreparedSimulation {
   Scenario scenario;
+  int stage = 0;                    // the pipeline stage whose graph this is: the slowest one
+  std::vector<StageSummary> stages; // with pp > 1: every distinct stage
   Workload workload;
   ParallelLayout layout;
   ShardingSpec sharding;
-  MemoryEstimate memory;
+  MemoryEstimate memory;            // with pp > 1: of the stage with the largest peak
   NetworkParams network;
   ComputeCalibration compute_calibration;
   TaskGraph graph;

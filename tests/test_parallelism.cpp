@@ -290,7 +290,7 @@ TEST_CASE("published Megatron-LM runs (Korthikanti 2022 Table 5, Narayanan 2021 
   REQUIRE(m >= 10);
   CHECK(tt / m <= 0.12);
   // Their peak memory (every table, FSDP-only included): torchtitan logs the allocator's reserved peak,
-  // micsim predicts the allocated one, so it is low; within 11.5 % on average (today 10.5 %) and no row
+  // micsim predicts the allocated one, so it is low; within 12.5 % on average (today 12.1 %) and no row
   // beyond 22 %. With Megatron-LM's loss memory and attention-core recomputation in place of torchtitan's
   // cross-entropy and per-op policy the average was 23 % on the 11 model-parallel rows.
   double mem = 0;
@@ -302,7 +302,7 @@ TEST_CASE("published Megatron-LM runs (Korthikanti 2022 Table 5, Narayanan 2021 
       mem += std::fabs(p.error()), ++k_mem;
     }
   REQUIRE(k_mem >= 18);
-  CHECK(mem / k_mem <= 0.115);
+  CHECK(mem / k_mem <= 0.125);
 }
 
 TEST_CASE("parallelism errors name the key and what it must divide") {
@@ -318,10 +318,18 @@ TEST_CASE("parallelism errors name the key and what it must divide") {
   CHECK(error_of(gpt175(8, "{tp: 5}")).find("96 attention heads") != std::string::npos);
   CHECK(error_of(gpt175(8, "{tp: 8, pp: 4, virtual_stages: 25}")).find("parallelism.virtual_stages") != std::string::npos);
   CHECK(error_of(gpt175(8, "{tp: 8, pp: 4, virtual_stages: 25}")).find("96 layers") != std::string::npos);
-  // Uneven stages are allowed (Megatron-LM and torchtitan support them), with a warning naming the fullest stage.
+  // Uneven chunks are allowed (Megatron-LM and torchtitan support them), with a warning saying what each
+  // stage holds: 96 layers in 20 chunks of 4 and 5 (torchtitan's split) come to 24 per stage; 96 in 7
+  // stages to 13 (first and last) or 14.
   const Scenario uneven = parse_scenario_text(gpt175(8, "{tp: 8, pp: 4, virtual_stages: 5}"), "<p>");
   REQUIRE(!uneven.warnings.empty());
-  CHECK(uneven.warnings.back().find("fullest stage holds 25 layers") != std::string::npos);
+  CHECK(uneven.warnings.back().find("every stage holds 24 layers") != std::string::npos);
+  ModelParallelism seven;
+  seven.pp = 7;
+  std::vector<int> sizes;
+  for (int s = 0; s < 7; ++s) sizes.push_back(int(seven.stage_layer_indices(96, s).size()));
+  CHECK(sizes == std::vector<int>{13, 14, 14, 14, 14, 14, 13});
+  CHECK(seven.stage_layers(96) == 14);
   CHECK(error_of(gpt175(8, "{tp: 8, pp: 3}")).find("must divide the 64 GPUs") != std::string::npos);
   CHECK(error_of(gpt175(8, "{tp: 8, schedule: interleaved, pp: 2}")).find("virtual_stages") != std::string::npos);
   CHECK(error_of(gpt175(8, "{cp: 3}")).find("parallelism.cp") != std::string::npos);
@@ -410,4 +418,54 @@ TEST_CASE("context-parallel ranks hold the same parameters: sharded and gradient
   for (const auto& c : rd.collectives)
     if (c.task == "grad_all_reduce" && c.estimate.layout.ranks == 16) all_reduce_over_16 = true;
   CHECK(all_reduce_over_16);
+}
+
+TEST_CASE("every pipeline stage is built: the slowest sets the step, the others its bubble, the fullest the memory") {
+  // 96 layers in 7 stages: 13 (+ embedding), 14 x 5, 13 (+ head) blocks (torchtitan's split).
+  const Scenario sc = parse_scenario_text(gpt175(7, "{tp: 8, pp: 7}", 56), "<stages>");
+  const PreparedSimulation p = prepare_simulation(sc);
+  REQUIRE(p.stages.size() == 3);
+  int stages = 0, layers = 0;
+  double all_slots = 0, fullest = 0;
+  const StageSummary* slowest = &p.stages.front();
+  for (const StageSummary& s : p.stages) {
+    stages += s.stages, layers += s.layers * s.stages, all_slots += s.slot_s * s.stages;
+    fullest = std::max(fullest, s.peak_bytes);
+    if (s.step_s > slowest->step_s) slowest = &s;
+  }
+  CHECK(stages == 7);
+  CHECK(layers == 96);
+  CHECK((p.stages[0].embedding && p.stages[0].layers == 13 && p.stages[0].stages == 1));
+  CHECK((p.stages[1].layers == 14 && p.stages[1].stages == 5));
+  CHECK((p.stages[2].head && p.stages[2].layers == 13));
+  // The simulated graph is the slowest stage's, and its workload holds that stage's blocks.
+  CHECK(p.stage == slowest->stage);
+  CHECK(p.workload.stage == p.stage);
+  CHECK(p.workload.stage_layers == slowest->layers);
+  // Its bubble is what the other six stages spend on one micro-batch.
+  const SimulationResult r = simulate_analytic(p);
+  CHECK(r.pipeline_bubble_s == doctest::Approx(all_slots - slowest->slot_s));
+  CHECK(r.iteration_time_s == doctest::Approx(slowest->step_s));
+  // The memory reported is the fullest stage's (here a 14-block one: more model states than the first
+  // stage's 13 blocks with 7 micro-batches in flight, against 6).
+  CHECK(p.memory.peak_bytes == doctest::Approx(fullest));
+  CHECK(p.memory.peak_bytes == doctest::Approx(p.stages[1].peak_bytes));
+  // Equal stages give the textbook (pp - 1)/v slots of the simulated stage, up to the ends' extra work.
+  const PreparedSimulation even = prepare_simulation(parse_scenario_text(gpt175(8, "{tp: 8, pp: 8}", 64), "<even>"));
+  const SimulationResult re = simulate_analytic(even);
+  const double slot = even.stages.back().slot_s;
+  CHECK(re.pipeline_bubble_s <= 7.0 * slot);
+  CHECK(re.pipeline_bubble_s >= 7.0 * slot * 0.9);
+}
+
+TEST_CASE("in-flight micro-batches fall from the first stage to the last") {
+  ModelParallelism mp;
+  mp.pp = 4;
+  for (int s = 0; s < 4; ++s) CHECK(mp.in_flight_micro_batches(64, s) == doctest::Approx(4 - s));  // 1F1B: pp - s
+  CHECK(mp.in_flight_micro_batches(2, 0) == 2);                                                    // never more than exist
+  mp.schedule = PipelineSchedule::Interleaved, mp.virtual_stages = 2;
+  // Stage 0 is Korthikanti's pp·(1 + (pp-1)/(pp·v)); later stages hold two chunks (one micro-batch) less each.
+  CHECK(mp.in_flight_micro_batches(64, 0) == doctest::Approx(4.0 * (1.0 + 3.0 / 8.0)));
+  CHECK(mp.in_flight_micro_batches(64, 0) == doctest::Approx(mp.in_flight_micro_batches(64)));
+  for (int s = 1; s < 4; ++s) CHECK(mp.in_flight_micro_batches(64, s) == doctest::Approx(mp.in_flight_micro_batches(64, s - 1) - 1.0));
 }

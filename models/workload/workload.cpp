@@ -200,9 +200,9 @@ std::vector<int64_t> block_tensors(const ModelSpec& m) {
 }
 
 // The units of one rank. Without pipeline parallelism: the whole model. With pp stages the rank is one
-// of the last stage's GPUs: its L/pp blocks and the head (with tied embeddings, Megatron keeps a copy of
-// the word embedding there for the logits). The last stage sets the pipeline's pace: it does the
-// blocks' work plus the logits and the loss, where the first stage adds only an embedding lookup.
+// of stage `opt.stage`'s GPUs (default the last): its blocks (ModelParallelism::stage_layer_indices), the
+// embedding on the first stage, the head on the last (with tied embeddings, Megatron keeps a copy of the
+// word embedding there for the logits). sim/simulation.cpp builds every distinct stage.
 // Tensor parallelism splits every weight by tp (vocabulary-parallel embedding and logits); the norms'
 // few weights are counted split too.
 Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt) {
@@ -221,7 +221,8 @@ Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt) {
     return v;
   };
 
-  if (pp == 1) {
+  const int stage = pp == 1 ? 0 : opt.stage < 0 || opt.stage >= pp ? pp - 1 : opt.stage;
+  if (stage == 0) {
     UnitWork emb;
     emb.kind = UnitKind::Embedding;
     emb.tensors = {model.vocab * h};
@@ -252,14 +253,17 @@ Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt) {
   core.causal = bf.causal;
   if (!opt.flash_attention) core.elementwise_bytes = score_elementwise_bytes(model, opt);
   core.kernels = opt.flash_attention ? 1 : 4;
-  w.stage_layers = std::min(model.layers, mp.stage_layers(model.layers));
+  const std::vector<int> layers = mp.stage_layer_indices(model.layers, stage);
+  w.stage = stage;
+  w.stage_layers = int(layers.size());
   const std::vector<int64_t> tensors = split(block_tensors(model));
   int64_t block_params = 0;
   for (int64_t x : tensors) block_params += x;
   w.rank_block_params = block_params;
-  for (int l = model.layers - w.stage_layers; l < model.layers; ++l) {
+  for (int l : layers) {
     UnitWork u;
     u.kind = UnitKind::Block;
+    u.layer = l;
     u.params = u.gather_params = block_params;
     u.tensors = tensors;
     u.forward = bf;
@@ -270,25 +274,27 @@ Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt) {
     w.units.push_back(u);
   }
 
-  UnitWork head;
-  head.kind = UnitKind::Head;
-  if (!model.tied_embeddings || pp > 1) head.tensors.push_back(model.vocab * h);  // a pipeline's last stage owns its copy
-  if (model.encoder_head != EncoderHead::None) head.tensors.push_back(h * h);
-  {
-    const int64_t rest = w.params.head - (model.tied_embeddings ? 0 : model.vocab * h) - (model.encoder_head != EncoderHead::None ? h * h : 0);
-    if (rest > 0) head.tensors.push_back(rest);  // norms, biases, pooler
+  if (stage == std::max(pp, 1) - 1) {
+    UnitWork head;
+    head.kind = UnitKind::Head;
+    if (!model.tied_embeddings || pp > 1) head.tensors.push_back(model.vocab * h);  // a pipeline's last stage owns its copy
+    if (model.encoder_head != EncoderHead::None) head.tensors.push_back(h * h);
+    {
+      const int64_t rest = w.params.head - (model.tied_embeddings ? 0 : model.vocab * h) - (model.encoder_head != EncoderHead::None ? h * h : 0);
+      if (rest > 0) head.tensors.push_back(rest);  // norms, biases, pooler
+    }
+    head.tensors = split(head.tensors);
+    for (int64_t x : head.tensors) head.params += x;
+    // The logits GEMM needs the (tied) word embedding gathered again.
+    head.gather_params = head.params + (model.tied_embeddings && pp == 1 ? model.vocab * h / tp : 0);
+    if (model.encoder_head != EncoderHead::None) head.forward.gemms.push_back({T, h / tp, h});  // MLM transform
+    head.forward.gemms.push_back({T, ((model.vocab + tp - 1) / tp), h});                                     // logits (vocabulary-parallel)
+    // Final norm, and the loss: logits read in 16-bit, softmax in fp32 (read+write), gradient written.
+    head.forward.elementwise_bytes = 4 * e * T * h / hsplit + double(T) * double(((model.vocab + tp - 1) / tp)) * (e + 8);
+    head.forward.kernels = 6;
+    head.backward = backward_of(head.forward, false);
+    w.units.push_back(head);
   }
-  head.tensors = split(head.tensors);
-  for (int64_t x : head.tensors) head.params += x;
-  // The logits GEMM needs the (tied) word embedding gathered again.
-  head.gather_params = head.params + (model.tied_embeddings && pp == 1 ? model.vocab * h / tp : 0);
-  if (model.encoder_head != EncoderHead::None) head.forward.gemms.push_back({T, h / tp, h});  // MLM transform
-  head.forward.gemms.push_back({T, ((model.vocab + tp - 1) / tp), h});                                     // logits (vocabulary-parallel)
-  // Final norm, and the loss: logits read in 16-bit, softmax in fp32 (read+write), gradient written.
-  head.forward.elementwise_bytes = 4 * e * T * h / hsplit + double(T) * double(((model.vocab + tp - 1) / tp)) * (e + 8);
-  head.forward.kernels = 6;
-  head.backward = backward_of(head.forward, false);
-  w.units.push_back(head);
 
   for (size_t i = 0; i < w.units.size(); ++i) w.units[i].index = static_cast<int>(i);
   for (const auto& u : w.units) w.rank_params += u.params;

@@ -64,6 +64,7 @@ const char* to_string(CrossEntropy c);
 struct UnitWork {
   UnitKind kind = UnitKind::Block;
   int index = 0;                 // position in the unit list
+  int layer = -1;                // Block: its layer in the model (0 .. L-1)
   int64_t params = 0;            // parameters owned (sharded, reduced, updated)
   int64_t gather_params = 0;     // parameters needed whole for this unit's compute (adds tied weights)
   // The parameter tensors a framework sees, in module order (weights, biases, norms); they sum to
@@ -85,13 +86,16 @@ struct WorkloadOptions {
   Checkpointing checkpointing = Checkpointing::None;
   int checkpoint_every = 1;
   ModelParallelism mp;           // tp/cp split each unit's work; pp selects the stage (see build_workload)
+  int stage = -1;                // with pp > 1: the pipeline stage built (0 = first); -1 = the last
 };
 
 struct Workload {
   ModelSpec model;
   ParamCounts params;
   WorkloadOptions options;
-  std::vector<UnitWork> units;   // [embedding, block 0..L-1, head]; with pp > 1 the last stage's [blocks, head]
+  std::vector<UnitWork> units;   // [embedding, block 0..L-1, head]; with pp > 1 the stage's: the first has the
+                                 // embedding, the last the head (and a copy of tied embeddings)
+  int stage = 0;                 // pipeline stage (0 without pipelining)
   int64_t rank_params = 0;       // parameters one model-parallel rank holds before data-parallel sharding (= params.total without tp/pp)
   int64_t rank_block_params = 0; // of one block on this rank (= params.per_layer / tp)
   int stage_layers = 0;          // blocks on this rank's stage

@@ -38,17 +38,27 @@ OpCosts cost_operations(const TaskGraph& g, const Workload& w, const ParallelLay
     cc.uses_inter = cc.estimate.inter_bytes_per_node > 0;
     c.comm.push_back(cc);
   }
-  // The pipeline bubble lasts (pp-1)/v micro-batch slots; a slot is what one micro-batch costs this
-  // stage on its critical path: its compute and its blocking model-parallel communication.
+  // The pipeline bubble lasts (pp-1)/v micro-batch slots of this stage; with stages that differ,
+  // sim/simulation.cpp sets it from the other stages' slots instead.
+  const double slot = micro_batch_slot_s(g, c);
+  for (size_t i = 0; i < g.compute_ops.size(); ++i)
+    if (g.compute_ops[i].pass == TaskKind::PipelineBubble) c.compute_s[i] = double(g.compute_ops[i].params) * 1e-6 * slot;
+  return c;
+}
+
+double micro_batch_slot_s(const TaskGraph& g, const OpCosts& c) {
   double slot = 0;
   for (const Task& t : g.tasks) {
     if (t.micro_step != 0 || t.kind == TaskKind::PipelineBubble || t.kind == TaskKind::Optimizer) continue;
     if (t.stream == StreamId::Compute) slot += c.compute_s[t.op];
     else if (t.stream == StreamId::ModelParallel && !is_compute(t.kind)) slot += c.comm[t.op].time_s;
   }
+  return slot;
+}
+
+void set_pipeline_bubble(const TaskGraph& g, OpCosts& c, double seconds) {
   for (size_t i = 0; i < g.compute_ops.size(); ++i)
-    if (g.compute_ops[i].pass == TaskKind::PipelineBubble) c.compute_s[i] = double(g.compute_ops[i].params) * 1e-6 * slot;
-  return c;
+    if (g.compute_ops[i].pass == TaskKind::PipelineBubble) c.compute_s[i] = seconds;
 }
 
 }  // namespace micsim

@@ -26,6 +26,12 @@ struct OpCosts {
   }
 };
 
+// What one micro-batch costs a pipeline stage on its critical path: its compute and its blocking
+// model-parallel communication in micro-step 0 (the bubble and the optimizer step excluded).
+double micro_batch_slot_s(const TaskGraph& g, const OpCosts& c);
+// Sets the pipeline bubble's length (the graph's PipelineBubble task, if any) to `seconds`.
+void set_pipeline_bubble(const TaskGraph& g, OpCosts& c, double seconds);
+
 OpCosts cost_operations(const TaskGraph& g, const Workload& w, const ParallelLayout& l, const ComputeModel& compute,
                         const CollectiveModel& collectives, bool flash_attention, Optimizer optimizer,
                         double compute_slowdown = 1.0);

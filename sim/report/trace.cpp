@@ -12,7 +12,7 @@ static std::string unit_name(const Workload& w, int u) {
   switch (w.units[u].kind) {
     case UnitKind::Embedding: return "embedding";
     case UnitKind::Head: return "head";
-    case UnitKind::Block: return fmt::format("layer {}", w.model.layers - w.stage_layers + (u - w.first_block()));
+    case UnitKind::Block: return fmt::format("layer {}", w.units[u].layer);
   }
   return "";
 }

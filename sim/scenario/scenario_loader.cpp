@@ -278,12 +278,17 @@ ModelParallelism parse_parallelism(const YamlNode& n, const ClusterSpec& c, cons
     key.fail(fmt::format("pp x virtual_stages = {} x {} at most the model's {} layers", mp.pp, mp.virtual_stages, model.layers));
   }
   if (model.layers % (mp.pp * mp.virtual_stages) != 0) {
-    // Allowed (Megatron-LM --decoder-first/last-pipeline-num-layers, torchtitan's uneven stages): the
-    // fullest stage sets the pace, and it is the one simulated.
+    // Allowed (Megatron-LM --decoder-first/last-pipeline-num-layers, torchtitan's uneven stages): every
+    // stage is simulated with its own blocks and the slowest sets the pace.
     auto key = n.has("virtual_stages") ? n.at("virtual_stages") : n.at("pp");
-    warnings.push_back(fmt::format("{}: parallelism: pp x virtual_stages = {} x {} does not divide the model's {} layers: the "
-                                   "fullest stage holds {} layers and sets the pace",
-                                   key.location().str(), mp.pp, mp.virtual_stages, model.layers, mp.stage_layers(model.layers)));
+    size_t fewest = size_t(model.layers);
+    for (int s = 0; s < mp.pp; ++s) fewest = std::min(fewest, mp.stage_layer_indices(model.layers, s).size());
+    const size_t most = size_t(mp.stage_layers(model.layers));
+    warnings.push_back(fmt::format("{}: parallelism: pp x virtual_stages = {} x {} does not divide the model's {} layers: "
+                                   "chunks split as torchtitan does (the middle ones one block more), so {}",
+                                   key.location().str(), mp.pp, mp.virtual_stages, model.layers,
+                                   fewest == most ? fmt::format("every stage holds {} layers", most)
+                                                  : fmt::format("stages hold {} to {} layers", fewest, most)));
   }
   mp.sequence_parallel = mp.tp > 1;
   if (auto v = n.get("sequence_parallel")) mp.sequence_parallel = v->as_bool() && mp.tp > 1;
