@@ -261,7 +261,7 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
     // Which stage was simulated, and how the others compare (they set its bubble).
     std::string list;
     for (const StageSummary& s : p.stages) {
-      const std::string name = s.stages > 1 ? fmt::format("stages {}-{}", s.stage, s.stage + s.stages - 1) : fmt::format("stage {}", s.stage);
+      const std::string name = s.stages > 1 ? fmt::format("stage {} and {} alike", s.stage, s.stages - 1) : fmt::format("stage {}", s.stage);
       list += fmt::format("{}{} ({} blocks{}{}): {:.3f} s per micro-batch, step {:.3f} s, peak {:.2f} GiB", list.empty() ? "" : "; ", name,
                           s.layers, s.embedding ? " + embedding" : "", s.head ? " + head" : "", s.slot_s, s.step_s,
                           s.peak_bytes / double(1 << 30));
