@@ -146,6 +146,10 @@ static std::vector<Gemm> block_matmuls_in_call_order(const ModelSpec& m, const W
   return g;
 }
 
+// torchtitan's per-op policy counts a block's aten.mm calls from 1 and saves the odd-numbered ones'
+// outputs: the calls at even 0-based positions are kept, the others recomputed.
+static bool torchtitan_op_recomputes(size_t call) { return call % 2 == 1; }
+
 // torchtitan's per-op checkpointing recomputes, in backward, the even-numbered matmuls, materialised
 // attention's batched matmuls (bmm is not on its save list) and every elementwise op; attention kept.
 static PassWork torchtitan_op_recompute(const ModelSpec& m, const WorkloadOptions& o, const PassWork& fwd) {
@@ -154,7 +158,7 @@ static PassWork torchtitan_op_recompute(const ModelSpec& m, const WorkloadOption
   r.causal = fwd.causal;
   const std::vector<Gemm> mm = block_matmuls_in_call_order(m, o);
   for (size_t i = 0; i < mm.size(); ++i)
-    if (i % 2 == 1) r.gemms.push_back(mm[i]);  // 0-based odd = the policy's even-numbered (1-based) calls
+    if (torchtitan_op_recomputes(i)) r.gemms.push_back(mm[i]);
   r.score_gemms = fwd.score_gemms;
   r.elementwise_bytes = fwd.elementwise_bytes;
   r.eager_bytes = fwd.eager_bytes;
@@ -331,7 +335,7 @@ double hardware_flops_per_token(const ModelSpec& m, const ParamCounts& p, int64_
       const std::vector<Gemm> mm = block_matmuls_in_call_order(m, one);
       double recomputed = 0;
       for (size_t i = 0; i < mm.size(); ++i)
-        if (i % 2 == 1) recomputed += 2.0 * double(mm[i].n) * double(mm[i].k);
+        if (torchtitan_op_recomputes(i)) recomputed += 2.0 * double(mm[i].n) * double(mm[i].k);
       return base + m.layers * recomputed;
     }
   }
