@@ -271,9 +271,15 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
                                     p.stage, list));
   }
   r.sources.push_back(fmt::format("compute: {}", p.compute_calibration.source));
-  if (p.compute_slowdown > 1.0)
+  if (p.compute_slowdown > 1.0) {
+    // The simulated stage's own memory use (p.memory is the fullest stage's under pipelining).
+    double used = p.memory_utilisation;
+    const double usable = p.memory.capacity_bytes - p.memory.reserve_bytes;
+    for (const StageSummary& s : p.stages)
+      if (s.stage == p.stage && usable > 0) used = s.peak_bytes / usable;
     r.sources.push_back(fmt::format("compute {:.1f} % slower from allocator pressure at {:.0f} % memory use (FSDP paper sec 5.4; "
-                                    "onset and slope fitted on MosaicML runs)", 100 * (p.compute_slowdown - 1), 100 * p.memory_utilisation));
+                                    "onset and slope fitted on MosaicML runs)", 100 * (p.compute_slowdown - 1), 100 * used));
+  }
   if (!fw.is_ideal()) {
     r.sources.push_back(fmt::format("framework {}: {}", r.framework, fw.description));
     for (const auto& [mechanism, source] : fw.sources) r.sources.push_back(fmt::format("framework {} {}: {}", fw.name, mechanism, source));
