@@ -80,11 +80,12 @@ Runner add_simulate(CLI::App& app) {
       if (!o->trace.empty()) trace = chrome_trace(prep, {{0, &r.timeline}}, "analytic");
     } else {
       des::DesOutcome details;
-      r = simulate_simgrid(prep, !o->trace.empty(), &details);
+      const PreparedSimulation* simulated = &prep;
+      r = simulate_simgrid(prep, !o->trace.empty(), &details, &simulated);
       if (!o->trace.empty()) {
         std::vector<TracedNode> nodes;
         for (size_t n = 0; n < details.nodes.size(); ++n) nodes.push_back({int(n), &details.nodes[n]});
-        trace = chrome_trace(prep, nodes, "simgrid");
+        trace = chrome_trace(*simulated, nodes, "simgrid");
       }
       r.sources.push_back(fmt::format("simgrid engine: {} nodes, {} flows, {} events, {:.2f} s wall, {} MiB peak memory; critical node {}",
                                       sc.cluster.nodes, details.flows, details.events, details.wall_s, details.peak_rss_kib / 1024,

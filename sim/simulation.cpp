@@ -122,12 +122,16 @@ PreparedSimulation prepare_simulation(const Scenario& sc, const PrepareOptions& 
     summaries.push_back({shapes[k].stage, stages_of[k], keys[k].layers, keys[k].first, keys[k].last, slot[k], step[k],
                          shapes[k].memory.peak_bytes});
   }
-  PreparedSimulation p = std::move(shapes[slowest]);
-  if (fullest != slowest) {
-    p.memory = shapes[fullest].memory;
-    p.memory_utilisation = shapes[fullest].memory_utilisation;
+  const MemoryEstimate memory = shapes[fullest].memory;
+  const double utilisation = shapes[fullest].memory_utilisation;
+  for (auto& s : shapes) {
+    s.memory = memory;
+    s.memory_utilisation = utilisation;
+    s.stages = summaries;
   }
-  p.stages = std::move(summaries);
+  PreparedSimulation p = std::move(shapes[slowest]);
+  for (size_t k = 0; k < shapes.size(); ++k)
+    if (k != slowest) p.other_stages.push_back(std::move(shapes[k]));
   return p;
 }
 
@@ -266,8 +270,9 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
                           s.layers, s.embedding ? " + embedding" : "", s.head ? " + head" : "", s.slot_s, s.step_s,
                           s.peak_bytes / double(1 << 30));
     }
-    r.sources.push_back(fmt::format("pipeline: every distinct stage built and costed (analytic), the slowest, stage {}, simulated "
-                                    "by this engine; its bubble = the other stages' micro-batch times / virtual stages: {}",
+    r.sources.push_back(fmt::format("pipeline: every distinct stage built, costed and run, the slowest sets the step: stage {} "
+                                    "with this engine; a stage's bubble = the other stages' micro-batch times / virtual stages; "
+                                    "analytic figures per stage: {}",
                                     p.stage, list));
   }
   r.sources.push_back(fmt::format("compute: {}", p.compute_calibration.source));

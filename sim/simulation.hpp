@@ -40,6 +40,9 @@ struct PreparedSimulation {
   // leaf uplinks (sim/costs/uplink_sharing.hpp). Applied by the analytic engine; the SimGrid engine
   // gets the same effect from its links.
   std::vector<double> uplink_slowdown;
+  // With pp > 1: the other distinct stages, prepared alike (their bubbles set, the fullest memory): the
+  // SimGrid engine runs each and keeps the slowest (the analytic engine already chose this one).
+  std::vector<PreparedSimulation> other_stages;
 };
 
 struct PrepareOptions {

@@ -10,6 +10,7 @@
 #include "helpers.hpp"
 #include "models/io/input_error.hpp"
 #include "models/memory/memory_model.hpp"
+#include "sim/des/simulate_simgrid.hpp"
 #include "validation/megatron_validation.hpp"
 
 using namespace micsim;
@@ -456,6 +457,29 @@ TEST_CASE("every pipeline stage is built: the slowest sets the step, the others 
   const double slot = even.stages.back().slot_s;
   CHECK(re.pipeline_bubble_s <= 7.0 * slot);
   CHECK(re.pipeline_bubble_s >= 7.0 * slot * 0.9);
+}
+
+TEST_CASE("the SimGrid engine runs every distinct pipeline stage and keeps the slowest") {
+  const PreparedSimulation p = prepare_simulation(parse_scenario_text(gpt175(7, "{tp: 8, pp: 7}", 56), "<stages>"));
+  REQUIRE(p.other_stages.size() == 2);
+  const PreparedSimulation* simulated = nullptr;
+  const SimulationResult r = simulate_simgrid(p, false, nullptr, &simulated);
+  REQUIRE(simulated != nullptr);
+  // Each stage alone through the same engine: the result is the slowest of them, and its stage.
+  double slowest = 0;
+  int stage = -1;
+  std::vector<const PreparedSimulation*> all = {&p};
+  for (const auto& o : p.other_stages) all.push_back(&o);
+  for (const PreparedSimulation* s : all) {
+    PreparedSimulation alone = *s;
+    alone.other_stages.clear();
+    const double t = simulate_simgrid(alone).iteration_time_s;
+    if (t > slowest) slowest = t, stage = s->stage;
+  }
+  CHECK(r.iteration_time_s == doctest::Approx(slowest).epsilon(1e-12));
+  CHECK(simulated->stage == stage);
+  // Every stage reports the run's memory: the fullest stage's.
+  for (const PreparedSimulation* s : all) CHECK(s->memory.peak_bytes == doctest::Approx(p.memory.peak_bytes));
 }
 
 TEST_CASE("in-flight micro-batches fall from the first stage to the last") {

@@ -5,9 +5,10 @@
 
 namespace micsim {
 
-// Runs the SimGrid engine (in a child process). `details`, if given, receives per-node timelines
-// (when all_timelines), the number of flows, wall time and peak memory of the simulation.
+// Runs the SimGrid engine (in a child process): with pipeline stages that differ, once per distinct stage
+// (PreparedSimulation::other_stages), keeping the slowest. `details`, if given, receives that run's
+// per-node timelines (when all_timelines), flows, wall time and peak memory; `simulated`, the stage run.
 SimulationResult simulate_simgrid(const PreparedSimulation& p, bool all_timelines = false,
-                                  des::DesOutcome* details = nullptr);
+                                  des::DesOutcome* details = nullptr, const PreparedSimulation** simulated = nullptr);
 
 }  // namespace micsim
