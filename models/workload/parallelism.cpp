@@ -15,8 +15,6 @@ const char* to_string(PipelineSchedule s) {
   return "?";
 }
 
-double ModelParallelism::in_flight_micro_batches(int64_t m) const { return in_flight_micro_batches(m, 0); }
-
 double ModelParallelism::in_flight_micro_batches(int64_t m, int stage) const {
   if (pp <= 1) return 1.0;
   const int s = std::clamp(stage, 0, pp - 1), v = virtual_stages;

@@ -40,16 +40,12 @@ struct ModelParallelism {
   // Blocks on the fullest stage.
   int stage_layers(int layers) const;
 
-  // Pipeline bubble in units of one micro-batch's forward + backward on a stage: (pp - 1) / v for
-  // 1F1B, interleaved and GPipe alike (Narayanan et al. 2021, §2.2: bubble fraction (p-1)/(v·m)).
-  double bubble_micro_batches() const { return pp <= 1 ? 0.0 : double(pp - 1) / double(virtual_stages); }
   // Micro-batches whose activations the first stage holds at its peak: GPipe all m of them; 1F1B pp;
   // interleaved pp·(1 + (pp-1)/(pp·v)) (Korthikanti et al. 2022, §4.2.3), never more than m.
-  double in_flight_micro_batches(int64_t micro_batches) const;  // of the first stage
   // Stage s of a 1F1B pipeline holds pp - s (its warm-up forwards plus one); interleaved, in whole-stage
   // micro-batches, ((pp - s - 1)·2 + (v - 1)·pp + 1) / v chunks' worth (Megatron-LM's warm-up count of the
   // interleaved schedule; for s = 0 it is the formula above).
-  double in_flight_micro_batches(int64_t micro_batches, int stage) const;
+  double in_flight_micro_batches(int64_t micro_batches, int stage = 0) const;
 };
 
 // "tp 8 x pp 4 (interleaved, v 3) x cp 1, sequence parallel"

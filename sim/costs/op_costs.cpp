@@ -38,11 +38,7 @@ OpCosts cost_operations(const TaskGraph& g, const Workload& w, const ParallelLay
     cc.uses_inter = cc.estimate.inter_bytes_per_node > 0;
     c.comm.push_back(cc);
   }
-  // The pipeline bubble lasts (pp-1)/v micro-batch slots of this stage; with stages that differ,
-  // sim/simulation.cpp sets it from the other stages' slots instead.
-  const double slot = micro_batch_slot_s(g, c);
-  for (size_t i = 0; i < g.compute_ops.size(); ++i)
-    if (g.compute_ops[i].pass == TaskKind::PipelineBubble) c.compute_s[i] = double(g.compute_ops[i].params) * 1e-6 * slot;
+  // The pipeline bubble depends on the other stages: prepare_simulation sets it (set_pipeline_bubble).
   return c;
 }
 

@@ -83,13 +83,10 @@ class Builder {
     const bool per_tensor = fw_.gather == Granularity::Tensor;
 
     std::vector<uint32_t> last_reduce;  // reduce-stream tasks the optimizer waits for
-    // Pipeline fill and drain: this (last) stage waits (pp-1)/v micro-batch slots before its first
-    // forward (Narayanan et al. 2021, §2.2). Its length is set when costs are known (op_costs).
-    if (in_.layout.mp.pp > 1) {
-      const double slots = in_.layout.mp.bubble_micro_batches();
-      add_task(TaskKind::PipelineBubble, StreamId::Compute, -1, 0, {},
-                               compute_index({TaskKind::PipelineBubble, -1, int64_t(std::llround(slots * 1e6))}));
-    }
+    // Pipeline fill and drain: the stage waits while the others work (Narayanan et al. 2021, §2.2). Its
+    // length depends on every stage's costs: prepare_simulation sets it (set_pipeline_bubble).
+    if (in_.layout.mp.pp > 1)
+      add_task(TaskKind::PipelineBubble, StreamId::Compute, -1, 0, {}, compute_index({TaskKind::PipelineBubble, -1, 0}));
     for (int m = 0; m < g_.micro_steps; ++m) {
       const bool last = m == g_.micro_steps - 1;
       // The sequence of unit uses in this micro-step: forward 0..U-1, backward U-1..0.

@@ -60,7 +60,7 @@ struct ComputeOp {
   TaskKind pass = TaskKind::Forward;
   int unit = 0;            // workload unit index (Forward/Backward/Recompute)
   int64_t params = 0;      // Optimizer: local parameters updated; copies: bytes copied; HostWork: nanoseconds;
-                           // PipelineBubble: micro-batch slots x 1e6 (its time is that many micro-steps' work)
+                           // PipelineBubble: 0 (its time is set from every stage's costs, prepare_simulation)
   bool operator==(const ComputeOp& o) const { return pass == o.pass && unit == o.unit && params == o.params; }
 };
 
