@@ -79,16 +79,26 @@ int run_corpus_validation(const std::string& dir, bool held_out, const std::stri
     for (const auto& [g, k] : h.constants) text += fmt::format("  {:<34}{}\n", g, constants_text(k));
     // 90 % bands from the held-out residuals, and how often rows of a group fall in bands made without it.
     auto bands = error_bands(h.predictions);
-    const double coverage = band_coverage(h.predictions);
-    text += "\n90 % error bands (held-out residuals, predicted/published - 1):\n";
+    const BandCoverage coverage = band_coverage(h.predictions);
+    text += "\n90 % error bands (held-out residuals, predicted/published - 1; every source group weighs the same):\n";
     nlohmann::json jb = nlohmann::json::array();
     for (const auto& b : bands) {
-      text += fmt::format("  {:<8}{:<12}{:>5} rows  [{:+.1f} %, {:+.1f} %]\n", b.gpu_generation, b.family, b.rows, 100 * b.q05, 100 * b.q95);
-      jb.push_back({{"gpu", b.gpu_generation}, {"family", b.family}, {"rows", b.rows}, {"q05", b.q05}, {"q95", b.q95}});
+      text += fmt::format("  {:<8}{:<12}{:>5} rows {:>3} sources  [{:+.1f} %, {:+.1f} %]\n", b.gpu_generation, b.family, b.rows, b.sources,
+                          100 * b.q05, 100 * b.q95);
+      jb.push_back({{"gpu", b.gpu_generation}, {"family", b.family}, {"rows", b.rows}, {"sources", b.sources}, {"q05", b.q05}, {"q95", b.q95}});
     }
-    text += fmt::format("  coverage on held-out groups (bands built without the group): {:.1f} %\n", 100 * coverage);
+    text += fmt::format("  coverage on held-out groups (bands built without the group): {:.1f} % of {} rows; {:.1f} % per source group (mean of:",
+                        100 * coverage.row_coverage, coverage.rows, 100 * coverage.per_source);
+    nlohmann::json jc = nlohmann::json::array();
+    for (const auto& g : coverage.groups) {
+      text += fmt::format(" {} {}/{}", g.group, g.inside, g.rows);
+      jc.push_back({{"group", g.group}, {"inside", g.inside}, {"rows", g.rows}});
+    }
+    text += ")\n";
     j["error_bands"] = jb;
-    j["band_coverage"] = coverage;
+    j["band_coverage"] = coverage.row_coverage;
+    j["band_coverage_per_source"] = coverage.per_source;
+    j["band_coverage_groups"] = jc;
     // Scaling series: per-GPU throughput change from the smallest to the largest GPU count, held out.
     std::map<std::string, std::vector<const CorpusPrediction*>> series;
     for (const auto& p : h.predictions)
@@ -108,8 +118,9 @@ int run_corpus_validation(const std::string& dir, bool held_out, const std::stri
     j["scaling_series"] = jsr;
     if (!bands_path.empty())
       write_output_file(bands_path, error_bands_yaml(bands, fmt::format("micsim validate --corpus {} --leave-one-source-out: {} held-out rows, "
-                                                                        "coverage {:.1f} % on groups left out of the bands", dir,
-                                                                        h.predictions.size(), 100 * coverage), 12));
+                                                                        "coverage {:.1f} % of rows ({:.1f} % per source group) on groups left out of the bands",
+                                                                        dir, h.predictions.size(), 100 * coverage.row_coverage,
+                                                                        100 * coverage.per_source), 10));
   }
   if (!quiet) {
     text += "\nrows (in sample):\n";

@@ -224,8 +224,8 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
     r.tokens_per_s_high = r.tokens_per_s / (1 + band.q05);
     r.iteration_time_s_low = tl.iteration_time_s * (1 + band.q05);
     r.iteration_time_s_high = tl.iteration_time_s * (1 + band.q95);
-    r.interval_source = fmt::format("90 % interval from {} held-out published runs ({} GPUs, {} strategies): {}", band.rows,
-                                    band.gpu_generation, band.family, ErrorBands::builtin().source());
+    r.interval_source = fmt::format("90 % interval from {} held-out published runs of {} source groups ({} GPUs, {} strategies): {}",
+                                    band.rows, band.sources, band.gpu_generation, band.family, ErrorBands::builtin().source());
   }
   r.model_flops_per_step = model_flops_per_token(sc.model, p.workload.params, sc.training.seq_len) * tokens;
   r.hw_flops_per_step =

@@ -2,6 +2,7 @@
 // training corpus and its out-of-sample error bands.
 #include <doctest/doctest.h>
 
+#include <deque>
 #include <set>
 
 #include "helpers.hpp"
@@ -136,7 +137,49 @@ TEST_CASE("error bands: every result carries a 90 % interval around its predicti
   CHECK(r.tokens_per_s < r.tokens_per_s_high);
   CHECK(r.interval_source.find("held-out") != std::string::npos);
   const ErrorBand& b = ErrorBands::builtin().for_prediction(GpuArch::Hopper, true);
-  CHECK(b.rows >= 12);
+  CHECK(b.sources >= 8);  // a band from the whole corpus: no class yet has ten source groups of its own
+  CHECK(b.rows >= 100);
   CHECK(b.q05 < 0);
   CHECK(b.q95 > 0);
+}
+
+TEST_CASE("error bands: every source group weighs the same, and a band is checked on groups it was not made from") {
+  // One large source (100 rows, all +10 %) and nine small ones (a row each, -20 % ... +20 %): with rows
+  // weighing the same the band would be the large source's +10 % alone; with sources weighing the same
+  // it spans the small sources' spread.
+  std::deque<CorpusRow> rows;
+  std::vector<CorpusPrediction> preds;
+  auto add = [&](const std::string& group, GpuArch arch, double error) {
+    CorpusRow r;
+    r.id = group + std::to_string(rows.size()), r.source_group = group, r.arch = arch, r.strategy = "zero3", r.published = 100;
+    rows.push_back(r);
+    preds.push_back({&rows.back(), 100 * (1 + error), true});
+  };
+  for (int i = 0; i < 100; ++i) add("large", GpuArch::Ampere, 0.10);
+  for (int i = 0; i < 9; ++i) add("small" + std::to_string(i), GpuArch::Hopper, -0.20 + 0.05 * i);
+  auto bands = error_bands(preds, 10);
+  // Ten source groups in all, nine of them Hopper: only the all/all class has ten.
+  REQUIRE(bands.size() == 1);
+  CHECK(bands[0].gpu_generation == "all");
+  CHECK(bands[0].rows == 109);
+  CHECK(bands[0].sources == 10);
+  CHECK(bands[0].q05 == doctest::Approx(-0.20));
+  CHECK(bands[0].q95 == doctest::Approx(0.20));
+  // With a lower threshold the Hopper class gets its own band, from its nine sources only.
+  bands = error_bands(preds, 9);
+  REQUIRE(bands.size() == 3);  // hopper/sharded, hopper/all, all/all
+  CHECK(bands[0].gpu_generation == "hopper");
+  CHECK(bands[0].sources == 9);
+  CHECK(bands[0].q05 == doctest::Approx(-0.20));
+  CHECK(bands[0].q95 == doctest::Approx(0.20));
+  // Coverage: the large source's +10 % rows lie inside the small sources' band; each small source is
+  // checked against a band made of the others (the two extremes fall outside theirs).
+  BandCoverage c = band_coverage(preds, 10);
+  CHECK(c.rows == 109);
+  CHECK(c.groups.size() == 10);
+  int outside = 0;
+  for (const auto& g : c.groups) outside += g.rows - g.inside;
+  CHECK(outside == 2);
+  CHECK(c.row_coverage == doctest::Approx(107.0 / 109));
+  CHECK(c.per_source == doctest::Approx(8.0 / 10));
 }

@@ -126,7 +126,9 @@ std::vector<CorpusRow> load_training_corpus(const std::string& dir) {
       row.gpus = int(num(f("gpus")));
       row.seq_len = int64_t(num(f("seq_len")));
       row.micro_batch = int64_t(num(f("micro_batch")));
-      row.compile = f("compile") == "true";
+      // "fused": no torch.compile, but the software fuses the norms, rotary embedding and SwiGLU by hand
+      // (flash-attn / xformers / Transformer Engine kernels), which is the fusion micsim's compile models.
+      row.compile = f("compile") == "true" || f("compile") == "fused";
       auto& assumed = row.assumptions;
       auto skip = [&](const std::string& why) {
         row.skip_reason = why;
@@ -192,6 +194,7 @@ std::vector<CorpusRow> load_training_corpus(const std::string& dir) {
       if (row.precision == "fp8" && spec->peak_fp8_flops <= 0) { skip("fp8 on a GPU without FP8"); continue; }
       tr["precision"] = row.precision == "fp16" ? "fp16" : row.precision == "fp8" ? "fp8" : "bf16";
       if (f("compile") == "unknown") assumed.push_back("no torch.compile");
+      if (f("compile") == "fused") assumed.push_back("hand-fused norm/rotary/SwiGLU kernels run as torch.compile's fusion");
       tr["compile"] = row.compile;
       std::string ck = row.checkpointing;
       if (ck == "unknown" || ck.empty()) ck = "full", assumed.push_back("full activation checkpointing");
@@ -403,27 +406,45 @@ HeldOutCorpus held_out_corpus(const std::vector<CorpusRow>& rows, const CorpusCo
 
 namespace {
 
-double quantile(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
+// Weighted quantile: order statistics placed at the midpoints of their cumulative weights, linear
+// between them (the usual unweighted interpolation when every weight is equal).
+double weighted_quantile(std::vector<std::pair<double, double>> v, double q) {
   if (v.empty()) return 0;
-  const double pos = q * double(v.size() - 1);
-  const size_t i = size_t(pos);
-  return i + 1 < v.size() ? v[i] + (v[i + 1] - v[i]) * (pos - double(i)) : v.back();
+  std::sort(v.begin(), v.end());
+  double total = 0;
+  for (const auto& [x, w] : v) total += w;
+  double before = 0, prev_pos = 0, prev_x = v.front().first;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const double pos = (before + v[i].second / 2) / total;
+    if (q <= pos) return i == 0 ? v[i].first : prev_x + (v[i].first - prev_x) * (q - prev_pos) / (pos - prev_pos);
+    before += v[i].second, prev_pos = pos, prev_x = v[i].first;
+  }
+  return v.back().first;
+}
+
+std::pair<std::string, std::string> band_class(const CorpusRow& r) {
+  return {ErrorBands::generation_name(r.arch), r.sharded() ? "sharded" : "replicated"};
 }
 
 }  // namespace
 
-std::vector<ErrorBand> error_bands(const std::vector<CorpusPrediction>& preds, int min_rows) {
-  std::map<std::pair<std::string, std::string>, std::vector<double>> by;
+std::vector<ErrorBand> error_bands(const std::vector<CorpusPrediction>& preds, int min_sources) {
+  // Rows per class, and per class the rows of each source group (its weight is 1 / that count).
+  std::map<std::pair<std::string, std::string>, std::vector<const CorpusPrediction*>> by;
   for (const auto& p : preds) {
-    const std::string gen = ErrorBands::generation_name(p.row->arch), fam = p.row->sharded() ? "sharded" : "replicated";
+    const auto [gen, fam] = band_class(*p.row);
     for (const auto& key : {std::make_pair(gen, fam), std::make_pair(gen, std::string("all")), std::make_pair(std::string("all"), std::string("all"))})
-      by[key].push_back(p.error());
+      by[key].push_back(&p);
   }
   std::vector<ErrorBand> out;
-  for (const auto& [key, e] : by) {
-    if (int(e.size()) < min_rows && key.first != "all") continue;
-    out.push_back({key.first, key.second, int(e.size()), quantile(e, 0.05), quantile(e, 0.95)});
+  for (const auto& [key, ps] : by) {
+    std::map<std::string, int> per_source;
+    for (const auto* p : ps) ++per_source[p->row->source_group];
+    if (int(per_source.size()) < min_sources && key.first != "all") continue;
+    std::vector<std::pair<double, double>> weighted;
+    for (const auto* p : ps) weighted.emplace_back(p->error(), 1.0 / per_source[p->row->source_group]);
+    out.push_back({key.first, key.second, int(ps.size()), int(per_source.size()), weighted_quantile(weighted, 0.05),
+                   weighted_quantile(weighted, 0.95)});
   }
   // Specific classes first, the all/all fallback last.
   std::stable_sort(out.begin(), out.end(), [](const ErrorBand& a, const ErrorBand& b) {
@@ -433,42 +454,51 @@ std::vector<ErrorBand> error_bands(const std::vector<CorpusPrediction>& preds, i
   return out;
 }
 
-std::string error_bands_yaml(const std::vector<ErrorBand>& bands, const std::string& source, int min_rows) {
+std::string error_bands_yaml(const std::vector<ErrorBand>& bands, const std::string& source, int min_sources) {
   std::string y = "# 90 % prediction intervals of micsim's step time and throughput: the 5th and 95th percentiles of\n"
                   "# predicted/published - 1 over the training corpus, every row predicted with constants fitted on the\n"
-                  "# other source groups (leave one source out). Generated: do not edit; regenerate with\n"
+                  "# other source groups (leave one source out), every source group weighing the same in a band.\n"
+                  "# Generated: do not edit; regenerate with\n"
                   "#   micsim validate --corpus validation/data/training-corpus --leave-one-source-out --write-bands FILE\n";
   YAML::Emitter e;
   e << YAML::DoubleQuoted << source;
-  y += fmt::format("source: {}\nminimum_rows: {}\nbands:\n", e.c_str(), min_rows);
+  y += fmt::format("source: {}\nminimum_sources: {}\nbands:\n", e.c_str(), min_sources);
   for (const auto& b : bands)
-    y += fmt::format("  - {{gpu: {}, family: {}, rows: {}, q05: {:.4f}, q95: {:.4f}}}\n", b.gpu_generation, b.family, b.rows, b.q05, b.q95);
+    y += fmt::format("  - {{gpu: {}, family: {}, rows: {}, sources: {}, q05: {:.4f}, q95: {:.4f}}}\n", b.gpu_generation, b.family, b.rows,
+                     b.sources, b.q05, b.q95);
   return y;
 }
 
-double band_coverage(const std::vector<CorpusPrediction>& preds, int min_rows) {
-  std::map<std::string, std::vector<CorpusPrediction>> by_group;
-  for (const auto& p : preds) by_group[p.row->source_group].push_back(p);
-  size_t inside = 0, total = 0;
+BandCoverage band_coverage(const std::vector<CorpusPrediction>& preds, int min_sources) {
+  std::map<std::string, std::vector<const CorpusPrediction*>> by_group;
+  for (const auto& p : preds) by_group[p.row->source_group].push_back(&p);
+  BandCoverage c;
+  size_t inside = 0;
   for (const auto& [g, mine] : by_group) {
     std::vector<CorpusPrediction> others;
     for (const auto& p : preds)
       if (p.row->source_group != g) others.push_back(p);
-    auto bands = error_bands(others, min_rows);
+    const auto bands = error_bands(others, min_sources);
     auto find = [&](const CorpusRow& r) -> ErrorBand {
-      const std::string gen = ErrorBands::generation_name(r.arch), fam = r.sharded() ? "sharded" : "replicated";
+      const auto [gen, fam] = band_class(r);
       for (const auto& want : {std::make_pair(gen, fam), std::make_pair(gen, std::string("all")), std::make_pair(std::string("all"), std::string("all"))})
         for (const auto& b : bands)
           if (b.gpu_generation == want.first && b.family == want.second) return b;
       return ErrorBand{};
     };
-    for (const auto& p : mine) {
-      ErrorBand b = find(*p.row);
-      inside += p.error() >= b.q05 && p.error() <= b.q95;
-      ++total;
+    int in_group = 0;
+    for (const auto* p : mine) {
+      const ErrorBand b = find(*p->row);
+      in_group += p->error() >= b.q05 && p->error() <= b.q95;
     }
+    c.groups.push_back({g, in_group, int(mine.size())});
+    inside += size_t(in_group);
+    c.rows += mine.size();
+    c.per_source += double(in_group) / double(mine.size());
   }
-  return total ? double(inside) / double(total) : 0.0;
+  c.row_coverage = c.rows ? double(inside) / double(c.rows) : 0.0;
+  c.per_source = by_group.empty() ? 0.0 : c.per_source / double(by_group.size());
+  return c;
 }
 
 }  // namespace micsim

@@ -74,12 +74,25 @@ struct HeldOutCorpus {
 HeldOutCorpus held_out_corpus(const std::vector<CorpusRow>& rows, const CorpusConstants& start, int threads = 0);
 
 // 90 % bands (5th and 95th percentiles of predicted/published - 1) per GPU generation and strategy
-// family, from held-out predictions; classes with fewer than `min_rows` rows fall back to coarser ones.
-std::vector<ErrorBand> error_bands(const std::vector<CorpusPrediction>& held_out, int min_rows = 12);
+// family, from held-out predictions, every source group weighing the same; classes whose rows come
+// from fewer than `min_sources` source groups fall back to coarser ones. Ten: with equally weighted
+// sources, the 5th and 95th percentiles fall between sources only from ten on; below that a class's
+// band would be its single most extreme source.
+std::vector<ErrorBand> error_bands(const std::vector<CorpusPrediction>& held_out, int min_sources = 10);
 // The bands as models/catalog/error_bands.yaml holds them.
-std::string error_bands_yaml(const std::vector<ErrorBand>& bands, const std::string& source, int min_rows);
+std::string error_bands_yaml(const std::vector<ErrorBand>& bands, const std::string& source, int min_sources);
 // Coverage of the bands on rows they were not made from: each source group's rows against bands
-// built from the other groups' held-out residuals.
-double band_coverage(const std::vector<CorpusPrediction>& held_out, int min_rows = 12);
+// built from the other groups' held-out residuals. Reported per row and per source group (the mean
+// of each group's fraction: how often a new source's run falls in its band).
+struct BandCoverage {
+  struct Group {
+    std::string group;
+    int inside = 0, rows = 0;
+  };
+  double row_coverage = 0, per_source = 0;
+  size_t rows = 0;
+  std::vector<Group> groups;
+};
+BandCoverage band_coverage(const std::vector<CorpusPrediction>& held_out, int min_sources = 10);
 
 }  // namespace micsim

@@ -3,7 +3,10 @@
 // bands are quantiles of the leave-one-source-out residuals of the training corpus (micsim validate
 // --corpus ... --leave-one-source-out --write-bands FILE writes models/catalog/error_bands.yaml), per
 // GPU generation and strategy family (sharded: zero3, hsdp, mics; replicated: ddp, zero1, zero2),
-// falling back to the generation, then to all rows, when a class has too few rows.
+// falling back to the generation, then to all rows, when a class has rows from too few source groups.
+// Every source group weighs the same in a band: a user's run is a new source, and how far a source
+// sits from micsim (its software, its cluster) is most of the error, so one large table must not
+// narrow the band for everyone.
 #include <string>
 #include <vector>
 
@@ -15,6 +18,7 @@ struct ErrorBand {
   std::string gpu_generation;   // volta | ampere | hopper | all
   std::string family;           // sharded | replicated | all
   int rows = 0;
+  int sources = 0;              // source groups the rows come from
   double q05 = 0, q95 = 0;      // quantiles of predicted/published - 1
 };
 
