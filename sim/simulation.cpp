@@ -22,6 +22,7 @@ static PreparedSimulation prepare_stage(const Scenario& sc, const PrepareOptions
   wo.seq_len = sc.training.seq_len;
   wo.precision = sc.training.precision;
   wo.flash_attention = sc.training.flash_attention;
+  wo.cross_entropy = sc.training.cross_entropy;
   wo.fused_kernels = sc.training.fused_kernels;
   wo.compile = sc.training.compile;
   wo.fp8 = sc.training.fp8;

@@ -79,6 +79,31 @@ TEST_CASE("the loss holds what its cross-entropy allocates per logit") {
         doctest::Approx(6.0 * logits));
 }
 
+TEST_CASE("the loss reads and writes what its cross-entropy's kernels touch per logit") {
+  // Fused: logits read, fp32 softmax written and read; backward twice that (the model before the key).
+  LossTraffic f = loss_traffic_per_logit(CrossEntropy::Fused, Precision::BF16, false);
+  CHECK(f.forward == 10.0);
+  CHECK(f.backward == 20.0);
+  // F.cross_entropy(logits.float()): cast 2+4, log_softmax 4+4; backward 4 + (4+4+4) + (4+2).
+  LossTraffic t = loss_traffic_per_logit(CrossEntropy::Torch, Precision::BF16, false);
+  CHECK(t.forward == 14.0);
+  CHECK(t.backward == 22.0);
+  LossTraffic tp = loss_traffic_per_logit(CrossEntropy::Torch, Precision::BF16, true);
+  CHECK(tp.forward == 30.0);
+  CHECK(tp.backward == 34.0);
+  // In the workload the head's traffic differs by exactly (s·b·V) x the difference per logit.
+  const ModelSpec& m = *find_model_preset("llama3-8b");
+  WorkloadOptions o;
+  o.micro_batch = 2, o.seq_len = 8192, o.precision = Precision::BF16, o.flash_attention = true;
+  const Workload wf = build_workload(m, o);
+  o.cross_entropy = CrossEntropy::Torch;
+  const Workload wt = build_workload(m, o);
+  const double logits = double(o.micro_batch * o.seq_len) * double(m.vocab);
+  CHECK(wt.units.back().forward.elementwise_bytes - wf.units.back().forward.elementwise_bytes == doctest::Approx(4.0 * logits));
+  CHECK(wt.units.back().backward.elementwise_bytes - wf.units.back().backward.elementwise_bytes == doctest::Approx(2.0 * logits));
+  CHECK(wt.units.front().forward.elementwise_bytes == wf.units.front().forward.elementwise_bytes);  // only the head changes
+}
+
 TEST_CASE("the head's loss and a block being recomputed are never alive together") {
   const ModelSpec& m = *find_model_preset("llama3-8b");
   WorkloadOptions o;

@@ -17,6 +17,22 @@ const char* to_string(Checkpointing c) {
 
 const char* to_string(CrossEntropy c) { return c == CrossEntropy::Torch ? "torch" : "fused"; }
 
+LossTraffic loss_traffic_per_logit(CrossEntropy ce, Precision p, bool vocab_parallel) {
+  const double e = bytes_per_element(p);
+  // Fused (Megatron-LM): the 16-bit logits read, the fp32 softmax written and read back; the backward
+  // computes the gradient in place over the same buffer, twice the forward's traffic.
+  if (ce == CrossEntropy::Fused) return {e + 8, 2 * (e + 8)};
+  // F.cross_entropy(logits.float()), one kernel per aten op: the cast (read e, write 4), log_softmax (read
+  // 4, write 4); backward: nll_loss's dense gradient (write 4), log_softmax_backward (read the gradient
+  // and the saved output, write 4), the cast's backward (read 4, write e).
+  LossTraffic t{e + 4 + 8, 4 + 12 + 4 + e};
+  // DTensor loss_parallel (torch/distributed/tensor/parallel/loss.py) materialises the shifted logits
+  // and their exponential (each written and read) in forward, the one-hot target and exp(output) in
+  // backward.
+  if (vocab_parallel) t.forward += 16, t.backward += 12;
+  return t;
+}
+
 bool block_checkpointed(Checkpointing c, int every, int layer) {
   if (c == Checkpointing::Full) return true;
   if (c == Checkpointing::SelectiveLayer) return layer % std::max(1, every) == 0;
@@ -293,10 +309,13 @@ Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt) {
     head.gather_params = head.params + (model.tied_embeddings && pp == 1 ? model.vocab * h / tp : 0);
     if (model.encoder_head != EncoderHead::None) head.forward.gemms.push_back({T, h / tp, h});  // MLM transform
     head.forward.gemms.push_back({T, ((model.vocab + tp - 1) / tp), h});                                     // logits (vocabulary-parallel)
-    // Final norm, and the loss: logits read in 16-bit, softmax in fp32 (read+write), gradient written.
-    head.forward.elementwise_bytes = 4 * e * T * h / hsplit + double(T) * double(((model.vocab + tp - 1) / tp)) * (e + 8);
+    // Final norm (read + write, twice that in backward), and the loss (loss_traffic_per_logit).
+    const double rank_logits = double(T) * double((model.vocab + tp - 1) / tp);
+    const LossTraffic loss = loss_traffic_per_logit(opt.cross_entropy, opt.precision, tp > 1);
+    head.forward.elementwise_bytes = 4 * e * T * h / hsplit + rank_logits * loss.forward;
     head.forward.kernels = 6;
     head.backward = backward_of(head.forward, false);
+    head.backward.elementwise_bytes = 2 * 4 * e * T * h / hsplit + rank_logits * loss.backward;
     w.units.push_back(head);
   }
 

@@ -60,6 +60,11 @@ const char* to_string(Checkpointing c);
 //          loss_parallel's decomposition adds the shifted logits and their exponential)
 enum class CrossEntropy { Fused, Torch };
 const char* to_string(CrossEntropy c);
+// HBM bytes the loss reads and writes per logit, in its forward and in its backward.
+struct LossTraffic {
+  double forward = 0, backward = 0;
+};
+LossTraffic loss_traffic_per_logit(CrossEntropy ce, Precision p, bool vocab_parallel);
 
 struct UnitWork {
   UnitKind kind = UnitKind::Block;
@@ -83,6 +88,7 @@ struct WorkloadOptions {
   bool fused_kernels = true;     // fused activation / bias / scale kernels; false = eager PyTorch (e.g. minGPT)
   bool compile = false;          // torch.compile: elementwise ops fused, fewer launches
   bool fp8 = false;              // block GEMMs in FP8 (casts are extra memory-bound work)
+  CrossEntropy cross_entropy = CrossEntropy::Fused;  // how the loss is computed (its HBM traffic)
   Checkpointing checkpointing = Checkpointing::None;
   int checkpoint_every = 1;
   ModelParallelism mp;           // tp/cp split each unit's work; pp selects the stage (see build_workload)
