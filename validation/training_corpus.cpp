@@ -441,10 +441,19 @@ std::vector<ErrorBand> error_bands(const std::vector<CorpusPrediction>& preds, i
     std::map<std::string, int> per_source;
     for (const auto* p : ps) ++per_source[p->row->source_group];
     if (int(per_source.size()) < min_sources && key.first != "all") continue;
-    std::vector<std::pair<double, double>> weighted;
+    std::vector<std::pair<double, double>> weighted, within;
+    std::map<std::string, double> mean;
     for (const auto* p : ps) weighted.emplace_back(p->error(), 1.0 / per_source[p->row->source_group]);
-    out.push_back({key.first, key.second, int(ps.size()), int(per_source.size()), weighted_quantile(weighted, 0.05),
-                   weighted_quantile(weighted, 0.95)});
+    for (const auto* p : ps) mean[p->row->source_group] += p->error() / per_source[p->row->source_group];
+    // A group of one row says nothing about the spread inside a stack.
+    for (const auto* p : ps)
+      if (per_source[p->row->source_group] >= 2)
+        within.emplace_back(p->error() - mean[p->row->source_group], 1.0 / per_source[p->row->source_group]);
+    ErrorBand b{key.first, key.second, int(ps.size()), int(per_source.size()), weighted_quantile(weighted, 0.05),
+                weighted_quantile(weighted, 0.95)};
+    b.rel_q05 = within.empty() ? b.q05 : weighted_quantile(within, 0.05);
+    b.rel_q95 = within.empty() ? b.q95 : weighted_quantile(within, 0.95);
+    out.push_back(b);
   }
   // Specific classes first, the all/all fallback last.
   std::stable_sort(out.begin(), out.end(), [](const ErrorBand& a, const ErrorBand& b) {
@@ -457,15 +466,16 @@ std::vector<ErrorBand> error_bands(const std::vector<CorpusPrediction>& preds, i
 std::string error_bands_yaml(const std::vector<ErrorBand>& bands, const std::string& source, int min_sources) {
   std::string y = "# 90 % prediction intervals of micsim's step time and throughput: the 5th and 95th percentiles of\n"
                   "# predicted/published - 1 over the training corpus, every row predicted with constants fitted on the\n"
-                  "# other source groups (leave one source out), every source group weighing the same in a band.\n"
+                  "# other source groups (leave one source out), every source group weighing the same in a band;\n"
+                  "# rel_q05/rel_q95: the same for each row's error less its group's mean (the spread inside one stack).\n"
                   "# Generated: do not edit; regenerate with\n"
                   "#   micsim validate --corpus validation/data/training-corpus --leave-one-source-out --write-bands FILE\n";
   YAML::Emitter e;
   e << YAML::DoubleQuoted << source;
   y += fmt::format("source: {}\nminimum_sources: {}\nbands:\n", e.c_str(), min_sources);
   for (const auto& b : bands)
-    y += fmt::format("  - {{gpu: {}, family: {}, rows: {}, sources: {}, q05: {:.4f}, q95: {:.4f}}}\n", b.gpu_generation, b.family, b.rows,
-                     b.sources, b.q05, b.q95);
+    y += fmt::format("  - {{gpu: {}, family: {}, rows: {}, sources: {}, q05: {:.4f}, q95: {:.4f}, rel_q05: {:.4f}, rel_q95: {:.4f}}}\n",
+                     b.gpu_generation, b.family, b.rows, b.sources, b.q05, b.q95, b.rel_q05, b.rel_q95);
   return y;
 }
 

@@ -16,10 +16,11 @@ const ErrorBands& ErrorBands::builtin() {
     root.check_keys({"source", "minimum_sources", "bands"});
     b.source_ = root.at("source").as_string();
     for (const auto& item : root.at("bands").items()) {
-      item.check_keys({"gpu", "family", "rows", "sources", "q05", "q95"});
+      item.check_keys({"gpu", "family", "rows", "sources", "q05", "q95", "rel_q05", "rel_q95"});
       b.bands_.push_back({item.at("gpu").as_string(), item.at("family").as_string(), int(item.at("rows").as_int_in(0, 1 << 20)),
                           int(item.at("sources").as_int_in(0, 1 << 20)), item.at("q05").as_double_in(-1, 10),
-                          item.at("q95").as_double_in(-1, 10)});
+                          item.at("q95").as_double_in(-1, 10), item.at("rel_q05").as_double_in(-1, 10),
+                          item.at("rel_q95").as_double_in(-1, 10)});
     }
     return b;
   }();
@@ -31,7 +32,7 @@ const ErrorBand& ErrorBands::for_prediction(GpuArch arch, bool sharded) const {
   for (const auto& want : {std::make_pair(gen, fam), std::make_pair(gen, std::string("all")), std::make_pair(std::string("all"), std::string("all"))})
     for (const auto& b : bands_)
       if (b.gpu_generation == want.first && b.family == want.second) return b;
-  static const ErrorBand none{"all", "all", 0, 0, 0, 0};
+  static const ErrorBand none{"all", "all", 0, 0, 0, 0, 0, 0};
   return bands_.empty() ? none : bands_.back();
 }
 

@@ -20,6 +20,11 @@ struct ErrorBand {
   int rows = 0;
   int sources = 0;              // source groups the rows come from
   double q05 = 0, q95 = 0;      // quantiles of predicted/published - 1
+  // The same quantiles of each row's error less its source group's mean error (groups with two rows or
+  // more): how far one prediction strays from the others of the same stack. Two predictions for the
+  // same GPU share their stack's bias (software, cluster, how it was measured), so comparing them needs
+  // only this spread, not the whole band.
+  double rel_q05 = 0, rel_q95 = 0;
 };
 
 class ErrorBands {

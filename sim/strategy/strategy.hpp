@@ -22,6 +22,8 @@ namespace micsim {
 enum class StrategyKind { DDP, Zero1, Zero2, Zero3, MiCS, HSDP };
 const char* to_string(StrategyKind k);
 std::optional<StrategyKind> parse_strategy_kind(const std::string& s);
+// Parameters sharded (ZeRO-3, MiCS, HSDP): the error bands' "sharded" family.
+inline bool is_sharded(StrategyKind k) { return k == StrategyKind::Zero3 || k == StrategyKind::MiCS || k == StrategyKind::HSDP; }
 const std::vector<std::string>& strategy_kind_names();
 
 struct StrategySpec {
