@@ -678,6 +678,27 @@ PlanResult run_plan(const std::string& path, const std::vector<std::string>& bas
   return res;
 }
 
+// Candidates whose 90 % intervals overlap the winner's: their order is within micsim's error. On the
+// same GPU both predictions carry their stack's bias alike, so only the spread inside one source (the
+// band's rel_q05..rel_q95) separates them; across GPUs the whole bands do.
+size_t ranks_within_error(const PlanResult& r) {
+  if (r.ranking.empty()) return 0;
+  auto interval = [](const Scenario& sc, const SimulationResult& res, bool relative) {
+    if (!relative) return std::make_pair(res.tokens_per_s_low, res.tokens_per_s_high);
+    const ErrorBand& b = ErrorBands::builtin().for_prediction(sc.cluster.instance.gpu.arch, is_sharded(sc.strategy.kind));
+    return std::make_pair(res.tokens_per_s / (1 + b.rel_q95), res.tokens_per_s / (1 + b.rel_q05));
+  };
+  const Scenario& ws = *r.ranking.front().eval->scenario;
+  const SimulationResult& w = r.ranking.front().eval->best();
+  size_t within = 1;
+  for (; within < r.ranking.size(); ++within) {
+    const Scenario& cs = *r.ranking[within].eval->scenario;
+    const bool same_gpu = cs.cluster.instance.gpu.name == ws.cluster.instance.gpu.name;
+    if (interval(cs, r.ranking[within].eval->best(), same_gpu).second < interval(ws, w, same_gpu).first) break;
+  }
+  return within;
+}
+
 std::string format_plan(const PlanResult& r) {
   const PlanSpec& s = r.spec;
   std::string o;
@@ -728,23 +749,10 @@ std::string format_plan(const PlanResult& r) {
       o += fmt::format("{:>10.2f}{:>12}", row.hours_for_target / 24, row.has_price ? fmt::format("{:.0f}", row.usd_for_target) : "-");
     o += fmt::format("  {}{}\n", res.engine, row.pareto ? " *" : "");
   }
-  // Candidates whose 90 % intervals overlap the winner's: their order is within micsim's error. On the
-  // same GPU both predictions carry their stack's bias alike, so only the spread inside one source
-  // (the band's rel_q05..rel_q95) separates them; across GPUs the whole bands do.
   if (r.ranking.size() >= 2) {
     const Scenario& ws = *r.ranking.front().eval->scenario;
     const SimulationResult& w = r.ranking.front().eval->best();
-    auto interval = [](const Scenario& sc, const SimulationResult& res, bool relative) {
-      if (!relative) return std::make_pair(res.tokens_per_s_low, res.tokens_per_s_high);
-      const ErrorBand& b = ErrorBands::builtin().for_prediction(sc.cluster.instance.gpu.arch, is_sharded(sc.strategy.kind));
-      return std::make_pair(res.tokens_per_s / (1 + b.rel_q95), res.tokens_per_s / (1 + b.rel_q05));
-    };
-    size_t within = 1;
-    for (; within < r.ranking.size(); ++within) {
-      const Scenario& cs = *r.ranking[within].eval->scenario;
-      const bool same_gpu = cs.cluster.instance.gpu.name == ws.cluster.instance.gpu.name;
-      if (interval(cs, r.ranking[within].eval->best(), same_gpu).second < interval(ws, w, same_gpu).first) break;
-    }
+    const size_t within = ranks_within_error(r);
     const ErrorBand& wb = ErrorBands::builtin().for_prediction(ws.cluster.instance.gpu.arch, is_sharded(ws.strategy.kind));
     const std::string spread = fmt::format("{:+.0f}..{:+.0f} % from one run to another of the same stack, {:+.0f}..{:+.0f} % between "
                                            "stacks (held-out published runs)", 100 * wb.rel_q05, 100 * wb.rel_q95, 100 * wb.q05,
@@ -847,6 +855,7 @@ nlohmann::json plan_json(const PlanResult& r) {
     rows.push_back(x);
   }
   j["ranking"] = rows;
+  j["ranks_within_error"] = ranks_within_error(r);
   json misses = json::array();
   constexpr size_t kMaxMisses = 5000;  // enough to draw; the counts are in "pruned"
   for (size_t i = 0; i < r.not_fitting.size() && i < kMaxMisses; ++i) {

@@ -50,6 +50,7 @@ TEST_CASE("planner: BERT-10B on 128 p3dn GPUs prefers MiCS over ZeRO-3 and says 
   while (within < r.ranking.size() &&
          r.ranking[within].tokens_per_s / (1 + b.rel_q05) >= r.ranking.front().tokens_per_s / (1 + b.rel_q95))
     ++within;
+  CHECK(ranks_within_error(r) == within);
   const std::string text = format_plan(r);
   if (within > 1) CHECK(text.find(fmt::format("Ranks 1-{} are within micsim's error", within)) != std::string::npos);
   else CHECK(text.find("The winner is clear of the runner-up") != std::string::npos);
