@@ -182,4 +182,16 @@ TEST_CASE("error bands: every source group weighs the same, and a band is checke
   CHECK(outside == 2);
   CHECK(c.row_coverage == doctest::Approx(107.0 / 109));
   CHECK(c.per_source == doctest::Approx(8.0 / 10));
+
+  // The spread inside a stack: each row less its group's mean, groups of one row left out (their
+  // deviation is zero by construction and would narrow it). Two groups of two rows at ±10 % and ±20 %
+  // around their means, and eight single rows.
+  rows.clear(), preds.clear();
+  for (double e : {0.30, 0.50}) add("a", GpuArch::Hopper, e);
+  for (double e : {-0.40, 0.0}) add("b", GpuArch::Hopper, e);
+  for (int i = 0; i < 8; ++i) add("single" + std::to_string(i), GpuArch::Hopper, 0.05 * i);
+  bands = error_bands(preds, 10);
+  REQUIRE(!bands.empty());
+  CHECK(bands.back().rel_q05 == doctest::Approx(-0.20));
+  CHECK(bands.back().rel_q95 == doctest::Approx(0.20));
 }

@@ -492,17 +492,10 @@ BandCoverage band_coverage(const std::vector<CorpusPrediction>& preds, int min_s
     for (const auto& p : preds)
       if (p.row->source_group != g) others.push_back(p);
     const auto bands = error_bands(others, min_sources);
-    auto find = [&](const CorpusRow& r) -> ErrorBand {
-      const auto [gen, fam] = band_class(r);
-      for (const auto& want : {std::make_pair(gen, fam), std::make_pair(gen, std::string("all")), std::make_pair(std::string("all"), std::string("all"))})
-        for (const auto& b : bands)
-          if (b.gpu_generation == want.first && b.family == want.second) return b;
-      return ErrorBand{};
-    };
     int in_group = 0;
     for (const auto* p : mine) {
-      const ErrorBand b = find(*p->row);
-      in_group += p->error() >= b.q05 && p->error() <= b.q95;
+      const ErrorBand* b = ErrorBands::find(bands, p->row->arch, p->row->sharded());
+      in_group += b && p->error() >= b->q05 && p->error() <= b->q95;
     }
     c.groups.push_back({g, in_group, int(mine.size())});
     inside += size_t(in_group);

@@ -27,11 +27,16 @@ const ErrorBands& ErrorBands::builtin() {
   return bands;
 }
 
-const ErrorBand& ErrorBands::for_prediction(GpuArch arch, bool sharded) const {
+const ErrorBand* ErrorBands::find(const std::vector<ErrorBand>& bands, GpuArch arch, bool sharded) {
   const std::string gen = generation_name(arch), fam = sharded ? "sharded" : "replicated";
   for (const auto& want : {std::make_pair(gen, fam), std::make_pair(gen, std::string("all")), std::make_pair(std::string("all"), std::string("all"))})
-    for (const auto& b : bands_)
-      if (b.gpu_generation == want.first && b.family == want.second) return b;
+    for (const auto& b : bands)
+      if (b.gpu_generation == want.first && b.family == want.second) return &b;
+  return nullptr;
+}
+
+const ErrorBand& ErrorBands::for_prediction(GpuArch arch, bool sharded) const {
+  if (const ErrorBand* b = find(bands_, arch, sharded)) return *b;
   static const ErrorBand none{"all", "all", 0, 0, 0, 0, 0, 0};
   return bands_.empty() ? none : bands_.back();
 }

@@ -32,6 +32,8 @@ class ErrorBands {
   static const ErrorBands& builtin();
   // The band for a prediction (the most specific class with enough rows).
   const ErrorBand& for_prediction(GpuArch arch, bool sharded) const;
+  // The same choice among any list of bands (most specific first); nullptr when none matches.
+  static const ErrorBand* find(const std::vector<ErrorBand>& bands, GpuArch arch, bool sharded);
   const std::string& source() const { return source_; }
   static std::string generation_name(GpuArch a);
 
