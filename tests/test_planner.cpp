@@ -43,14 +43,17 @@ TEST_CASE("planner: BERT-10B on 128 p3dn GPUs prefers MiCS over ZeRO-3 and says 
   for (const auto& [reason, n] : r.pruned) pruned += n;
   CHECK(r.ranking.size() + pruned == r.candidates);
   // Ranks within micsim's error of the winner: on one GPU (p3dn here) the spread inside a stack decides,
-  // not the whole band (a stack's bias moves every candidate alike).
+  // not the whole band (a stack's bias moves every candidate alike). Here the two differ: a candidate the
+  // whole bands would call indistinguishable is out.
   const ErrorBand& b = ErrorBands::builtin().for_prediction(GpuArch::Volta, true);
-  REQUIRE(b.rel_q95 - b.rel_q05 < b.q95 - b.q05);
-  size_t within = 1;
-  while (within < r.ranking.size() &&
-         r.ranking[within].tokens_per_s / (1 + b.rel_q05) >= r.ranking.front().tokens_per_s / (1 + b.rel_q95))
-    ++within;
+  auto count = [&](double lo, double hi) {
+    size_t n = 1;
+    while (n < r.ranking.size() && r.ranking[n].tokens_per_s / (1 + lo) >= r.ranking.front().tokens_per_s / (1 + hi)) ++n;
+    return n;
+  };
+  const size_t within = count(b.rel_q05, b.rel_q95);
   CHECK(ranks_within_error(r) == within);
+  CHECK(within < count(b.q05, b.q95));
   const std::string text = format_plan(r);
   if (within > 1) CHECK(text.find(fmt::format("Ranks 1-{} are within micsim's error", within)) != std::string::npos);
   else CHECK(text.find("The winner is clear of the runner-up") != std::string::npos);

@@ -425,19 +425,13 @@ double weighted_quantile(std::vector<std::pair<double, double>> v, double q) {
   return v.back().first;
 }
 
-std::pair<std::string, std::string> band_class(const CorpusRow& r) {
-  return {ErrorBands::generation_name(r.arch), r.sharded() ? "sharded" : "replicated"};
-}
-
 }  // namespace
 
 std::vector<ErrorBand> error_bands(const std::vector<CorpusPrediction>& preds, int min_sources) {
   // Rows per class, and per class the rows of each source group (its weight is 1 / that count).
   std::map<std::pair<std::string, std::string>, std::vector<const CorpusPrediction*>> by;
   for (const auto& p : preds) {
-    const auto [gen, fam] = band_class(*p.row);
-    for (const auto& key : {std::make_pair(gen, fam), std::make_pair(gen, std::string("all")), std::make_pair(std::string("all"), std::string("all"))})
-      by[key].push_back(&p);
+    for (const auto& key : ErrorBands::classes(p.row->arch, p.row->sharded())) by[key].push_back(&p);
   }
   std::vector<ErrorBand> out;
   for (const auto& [key, ps] : by) {

@@ -20,7 +20,11 @@ struct CorpusRow {
   std::string id, source, source_group, file;
   int line = 0;
   std::string gpu, framework, strategy, metric, series, precision, checkpointing, model;
-  bool sharded() const { return strategy == "zero3" || strategy == "hsdp" || strategy == "mics" || framework == "smp"; }
+  // The error bands' strategy family (is_sharded); SageMaker's sharded data parallelism is MiCS.
+  bool sharded() const {
+    const auto kind = parse_strategy_kind(strategy);
+    return framework == "smp" || (kind && is_sharded(*kind));
+  }
   int gpus = 0;
   int64_t seq_len = 0, micro_batch = 0;
   bool compile = false;

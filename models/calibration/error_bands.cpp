@@ -27,9 +27,13 @@ const ErrorBands& ErrorBands::builtin() {
   return bands;
 }
 
+std::vector<std::pair<std::string, std::string>> ErrorBands::classes(GpuArch arch, bool sharded) {
+  const std::string gen = generation_name(arch);
+  return {{gen, sharded ? "sharded" : "replicated"}, {gen, "all"}, {"all", "all"}};
+}
+
 const ErrorBand* ErrorBands::find(const std::vector<ErrorBand>& bands, GpuArch arch, bool sharded) {
-  const std::string gen = generation_name(arch), fam = sharded ? "sharded" : "replicated";
-  for (const auto& want : {std::make_pair(gen, fam), std::make_pair(gen, std::string("all")), std::make_pair(std::string("all"), std::string("all"))})
+  for (const auto& want : classes(arch, sharded))
     for (const auto& b : bands)
       if (b.gpu_generation == want.first && b.family == want.second) return &b;
   return nullptr;

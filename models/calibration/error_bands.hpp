@@ -8,6 +8,7 @@
 // sits from micsim (its software, its cluster) is most of the error, so one large table must not
 // narrow the band for everyone.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "models/hardware/hardware.hpp"
@@ -32,6 +33,9 @@ class ErrorBands {
   static const ErrorBands& builtin();
   // The band for a prediction (the most specific class with enough rows).
   const ErrorBand& for_prediction(GpuArch arch, bool sharded) const;
+  // The classes a prediction belongs to, most specific first: (generation, family), (generation, all),
+  // (all, all). Bands are built for these and chosen in this order.
+  static std::vector<std::pair<std::string, std::string>> classes(GpuArch arch, bool sharded);
   // The same choice among any list of bands (most specific first); nullptr when none matches.
   static const ErrorBand* find(const std::vector<ErrorBand>& bands, GpuArch arch, bool sharded);
   const std::string& source() const { return source_; }
