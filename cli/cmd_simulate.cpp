@@ -24,7 +24,7 @@ Runner add_simulate(CLI::App& app) {
     std::string scenario, engine, json, trace, deepspeed, handoff_dir, topology;
     int trace_micro_steps = 64;
     std::vector<std::string> sets;
-    bool quiet = false;
+    bool quiet = false, no_symmetry = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("simulate", "Simulate one training step of a scenario");
@@ -41,6 +41,8 @@ Runner add_simulate(CLI::App& app) {
   cmd->add_option("--topology", o->topology, "Write the cluster's topology graph (GPUs, NVSwitch, PCIe, NICs, leaves, spine) as Graphviz DOT to FILE");
   cmd->add_option("--handoff-dir", o->handoff_dir,
                   "Write hand-offs for this configuration into DIR: ds_config.json, train_fsdp2.py, torchtitan.toml, accelerate.yaml, HANDOFF.md");
+  cmd->add_flag("--every-node", o->no_symmetry,
+                "SimGrid engine: simulate every node even where the cluster is symmetric (by default a symmetric cluster runs as one block of nodes, docs/model.md)");
   cmd->add_flag("--quiet,-q", o->quiet, "Do not print the summary");
   return [cmd, o]() -> int {
     (void)cmd;
@@ -81,15 +83,18 @@ Runner add_simulate(CLI::App& app) {
     } else {
       des::DesOutcome details;
       const PreparedSimulation* simulated = &prep;
-      r = simulate_simgrid(prep, !o->trace.empty(), &details, &simulated);
+      r = simulate_simgrid(prep, {!o->trace.empty(), !o->no_symmetry}, &details, &simulated);
       if (!o->trace.empty()) {
         std::vector<TracedNode> nodes;
         for (size_t n = 0; n < details.nodes.size(); ++n) nodes.push_back({int(n), &details.nodes[n]});
         trace = chrome_trace(*simulated, nodes, "simgrid");
       }
-      r.sources.push_back(fmt::format("simgrid engine: {} nodes, {} flows, {} events, {:.2f} s wall, {} MiB peak memory; critical node {}",
-                                      sc.cluster.nodes, details.flows, details.events, details.wall_s, details.peak_rss_kib / 1024,
-                                      details.critical_node));
+      const std::string simulated_nodes = details.simulated_nodes < sc.cluster.nodes
+          ? fmt::format(" ({} simulated: the cluster repeats every {} nodes)", details.simulated_nodes, details.simulated_nodes)
+          : std::string();
+      r.sources.push_back(fmt::format("simgrid engine: {} nodes{}, {} flows, {} events, {:.2f} s wall, {} MiB peak memory; critical node {}",
+                                      sc.cluster.nodes, simulated_nodes, details.flows, details.events, details.wall_s,
+                                      details.peak_rss_kib / 1024, details.critical_node));
     }
     if (!o->trace.empty()) write_output_file(o->trace, trace);
     if (!o->json.empty()) write_output_file(o->json, json_text(versioned(to_json(r), "simulate")));

@@ -463,7 +463,7 @@ TEST_CASE("the SimGrid engine runs every distinct pipeline stage and keeps the s
   const PreparedSimulation p = prepare_simulation(parse_scenario_text(gpt175(7, "{tp: 8, pp: 7}", 56), "<stages>"));
   REQUIRE(p.other_stages.size() == 2);
   const PreparedSimulation* simulated = nullptr;
-  const SimulationResult r = simulate_simgrid(p, false, nullptr, &simulated);
+  const SimulationResult r = simulate_simgrid(p, {}, nullptr, &simulated);
   REQUIRE(simulated != nullptr);
   // Each stage alone through the same engine: the result is the slowest of them, and its stage.
   double slowest = 0;

@@ -12,6 +12,8 @@
 #include "models/collective/flows.hpp"
 #include "sim/costs/uplink_sharing.hpp"
 #include "sim/des/platform.hpp"
+#include "sim/des/quotient_platform.hpp"
+#include "sim/des/symmetry.hpp"
 
 namespace sg4 = simgrid::s4u;
 
@@ -32,10 +34,26 @@ struct Rendezvous {
   sg4::SemaphorePtr started, finished;
 };
 
+// A collective as one block node of a quotient run sees it (precomputed: the groups and flows of a
+// run repeat every micro-step).
+struct BlockCollective {
+  int front = 0;                   // the group's first node: with the task, names the rendezvous
+  std::vector<int> members;        // the group's nodes inside the block
+  struct Flow {
+    sg4::Host* from;
+    sg4::Mailbox* to;
+    double bytes;
+  };
+  std::vector<Flow> flows;
+};
+
 class Run {
  public:
-  Run(const PreparedSimulation& p, const ClusterTopology& topo, const Platform& plat, double interference_speed)
-      : p_(p), g_(p.graph), topo_(topo), plat_(plat), nodes_(p.layout.nodes), speed_(interference_speed) {
+  // `plat` for a run of every node, `quotient` for a run of the block of `sym` (sim/des/symmetry.hpp).
+  Run(const PreparedSimulation& p, const ClusterTopology& topo, const Platform* plat, QuotientPlatform* quotient,
+      const NodeSymmetry& sym, double interference_speed)
+      : p_(p), g_(p.graph), topo_(topo), plat_(plat), quotient_(quotient), nodes_(sym.period),
+        world_nodes_(p.layout.nodes), speed_(interference_speed) {
     state_.resize(nodes_);
     for (auto& s : state_) {
       s.start.assign(g_.size(), 0);
@@ -51,9 +69,9 @@ class Run {
     ctx_.nvlink_bytes_per_s = inst.intra.bytes_per_s_per_gpu;
     ctx_.nic_link_bytes_per_s = inst.network.node_bytes_per_s() / topo.nic_links;
     merge_nic_flows_ = nic_flows_mergeable();
-    compute_factor_.assign(nodes_, 1.0);
+    compute_factor_.assign(world_nodes_, 1.0);
     for (const auto& s : p.scenario.what_if.slow_nodes)
-      if (s.node < nodes_) compute_factor_[s.node] *= s.compute_factor;
+      if (s.node < world_nodes_) compute_factor_[s.node] *= s.compute_factor;
     // Jitter, sampled: each node runs at the pace of its slowest GPU, whose compute takes
     // 1 + cv·z longer (z standard normal; a fixed seed, so runs repeat exactly). The analytic engine
     // uses the expectation of the same maximum over all ranks.
@@ -61,18 +79,28 @@ class Run {
     if (cv > 0) {
       std::mt19937_64 rng(0x6d696373696dULL);  // "micsim"
       std::normal_distribution<double> z(0.0, 1.0);
-      for (int n = 0; n < nodes_; ++n) {
+      for (int n = 0; n < world_nodes_; ++n) {
         double slowest = -1e300;
         for (int g = 0; g < p.layout.gpus_per_node; ++g) slowest = std::max(slowest, z(rng));
         compute_factor_[n] *= std::max(0.5, 1.0 + cv * (p.layout.world > 1 ? slowest : 0.0));
       }
     }
+    // A quotient run simulates the copy of the block that holds the cluster's slowest node (the one
+    // that sets the pace where groups meet), with the factors sampled for that copy.
+    const auto slowest = std::max_element(compute_factor_.begin(), compute_factor_.end());
+    block_offset_ = int(slowest - compute_factor_.begin()) / nodes_ * nodes_;
+    compute_factor_.erase(compute_factor_.begin(), compute_factor_.begin() + block_offset_);
+    compute_factor_.resize(nodes_);
+    if (quotient_) prepare_block_collectives();
   }
+
+  // The cluster's node that a simulated node is.
+  int world_node(int n) const { return block_offset_ + n; }
 
   void spawn() {
     for (int n = 0; n < nodes_; ++n)
       for (int s = 0; s < kStreamCount; ++s)
-        sg4::Actor::create(fmt::format("node{}-{}", n, to_string(StreamId(s))), plat_.compute[n],
+        sg4::Actor::create(fmt::format("node{}-{}", n, to_string(StreamId(s))), compute_host(n),
                            [this, n, s] { stream_actor(n, s); });
   }
 
@@ -84,14 +112,17 @@ class Run {
   const PreparedSimulation& p_;
   const TaskGraph& g_;
   const ClusterTopology& topo_;
-  const Platform& plat_;
-  int nodes_;
+  const Platform* plat_;
+  QuotientPlatform* quotient_;
+  int nodes_, world_nodes_;  // simulated (the block), in the cluster
   double speed_;
   std::vector<NodeState> state_;
   std::vector<uint32_t> by_stream_[kStreamCount];
   std::map<std::pair<uint32_t, int>, std::shared_ptr<Rendezvous>> rendezvous_;
   FlowContext ctx_;
-  std::vector<double> compute_factor_;
+  std::vector<double> compute_factor_;  // per simulated node
+  int block_offset_ = 0;                 // the first cluster node of the simulated copy of the block
+  std::vector<BlockCollective> block_;                  // quotient runs: [comm op x block node]
   size_t flows_ = 0, events_ = 0;
   bool merge_nic_flows_ = false;
   std::vector<std::vector<sg4::Mailbox*>> inboxes_;  // [node][gpu, then the node's NICs], made on first use
@@ -140,21 +171,58 @@ class Run {
   // those and keeps every one in flight in a single global list that each completion walks, which
   // made the engine quadratic in the flows in flight (SimGrid >= 4.0 keeps a set). The daemon only
   // takes delivered messages out of the inbox; it sets no time.
-  sg4::Host* host_of(int node, int gpu) const { return gpu < 0 ? plat_.nics[node] : plat_.gpu[node][gpu]; }
+  sg4::Host* host_of(int node, int gpu) const { return gpu < 0 ? plat_->nics[node] : plat_->gpu[node][gpu]; }
+  sg4::Host* compute_host(int node) const { return quotient_ ? quotient_->compute[node] : plat_->compute[node]; }
 
   sg4::Mailbox* inbox(int node, int gpu) {
     const int gpus = p_.layout.gpus_per_node;
     if (inboxes_.empty()) inboxes_.assign(nodes_, std::vector<sg4::Mailbox*>(gpus + 1, nullptr));
     sg4::Mailbox*& box = inboxes_[node][gpu < 0 ? gpus : gpu];
-    if (box) return box;
-    box = sg4::Mailbox::by_name(fmt::format("node{}-gpu{}-inbox", node, gpu));
-    sg4::Mailbox* b = box;
-    auto drain = sg4::Actor::create(fmt::format("node{}-gpu{}-receiver", node, gpu), host_of(node, gpu), [b] {
-      for (;;) b->get<char>();
+    if (!box) box = inbox_on(host_of(node, gpu));
+    return box;
+  }
+
+  static sg4::Mailbox* inbox_on(sg4::Host* host) {
+    sg4::Mailbox* box = sg4::Mailbox::by_name(host->get_name() + "-inbox");
+    auto drain = sg4::Actor::create(host->get_name() + "-receiver", host, [box] {
+      for (;;) box->get<char>();
     });
     drain->daemonize();
     box->set_receiver(drain);
     return box;
+  }
+
+  // Quotient runs: every collective's group and flows for every block node, and the hosts their ends
+  // need (which the platform makes before it is sealed). A flow to node m goes to m's block copy,
+  // m mod B, through the uplinks when the full route would cross them.
+  void prepare_block_collectives() {
+    const size_t ops = g_.comm_ops.size();
+    block_.resize(ops * size_t(nodes_));
+    std::vector<std::vector<std::pair<FlowEnd, FlowEnd>>> ends(block_.size());
+    for (size_t op = 0; op < ops; ++op)
+      for (int n = 0; n < nodes_; ++n) {
+        const std::vector<int> ring = group_nodes(g_.comm_ops[op].group, p_.layout, n);
+        BlockCollective& bc = block_[op * nodes_ + n];
+        bc.front = ring.front();
+        for (int m : ring)
+          if (m < nodes_) bc.members.push_back(m);
+        for (const FlowSpec& f : flows_of(p_.costs.comm[op].estimate, n, ring)) {
+          if (f.bytes <= 0) continue;
+          const bool crossing = topo_.leaf_of_node[f.src_node] != topo_.leaf_of_node[f.dst_node];
+          ends[op * nodes_ + n].push_back({{f.src_node, f.src_gpu, f.tier, crossing}, {f.dst_node % nodes_, f.dst_gpu, f.tier, crossing}});
+          bc.flows.push_back({quotient_->sender(ends[op * nodes_ + n].back().first), nullptr, f.bytes});
+          quotient_->receiver(ends[op * nodes_ + n].back().second);
+        }
+      }
+    quotient_->seal();
+    std::map<sg4::Host*, sg4::Mailbox*> boxes;
+    for (size_t i = 0; i < block_.size(); ++i)
+      for (size_t k = 0; k < block_[i].flows.size(); ++k) {
+        sg4::Host* to = quotient_->receiver(ends[i][k].second);
+        sg4::Mailbox*& box = boxes[to];
+        if (!box) box = inbox_on(to);
+        block_[i].flows[k].to = box;
+      }
   }
 
   void wait_for(int n, uint32_t dep) {
@@ -173,10 +241,10 @@ class Run {
   }
 
   void comm_begin(int n) {
-    if (state_[n].active_comms++ == 0) plat_.compute[n]->set_pstate(1);
+    if (state_[n].active_comms++ == 0) compute_host(n)->set_pstate(1);
   }
   void comm_end(int n) {
-    if (--state_[n].active_comms == 0) plat_.compute[n]->set_pstate(0);
+    if (--state_[n].active_comms == 0) compute_host(n)->set_pstate(0);
   }
 
   void stream_actor(int n, int stream) {
@@ -188,7 +256,7 @@ class Run {
         sg4::this_actor::sleep_for(p_.costs.compute_s[task.op]), ++events_;  // idle, not slowed by traffic
       } else if (task.stream == StreamId::Compute) {
         const double seconds = p_.costs.compute_s[task.op] * compute_factor_[n];
-        if (seconds > 0) plat_.compute[n]->exec_init(seconds * speed_)->wait(), ++events_;
+        if (seconds > 0) compute_host(n)->exec_init(seconds * speed_)->wait(), ++events_;
       } else if (is_compute(task.kind)) {
         // A copy on a communication stream (hierarchical gather, step 2): device memory, no network.
         sg4::this_actor::sleep_for(p_.costs.compute_s[task.op]), ++events_;
@@ -211,9 +279,12 @@ class Run {
     const CommCost& cost = p_.costs.comm[task.op];
     // A launch that had to wait for a device synchronize (framework profile) delays this rank's arrival.
     if (op.serial_host_s > 0) sg4::this_actor::sleep_for(op.serial_host_s);
-    std::vector<int> ring = group_nodes(op.group, p_.layout, n);
-    const int members = int(ring.size());
-    auto key = std::make_pair(t, ring.front());
+    // The group's nodes that this run simulates (a quotient run: those inside the block).
+    const BlockCollective* block = quotient_ ? &block_[task.op * size_t(nodes_) + n] : nullptr;
+    const std::vector<int> ring = block ? std::vector<int>{} : group_nodes(op.group, p_.layout, n);
+    const std::vector<int>& simulated = block ? block->members : ring;
+    const int members = int(simulated.size());
+    auto key = std::make_pair(t, block ? block->front : ring.front());
     std::shared_ptr<Rendezvous>& slot = rendezvous_[key];
     if (!slot) {
       slot = std::make_shared<Rendezvous>();
@@ -224,12 +295,18 @@ class Run {
     if (++rv->arrived < members) {
       rv->started->acquire();
     } else {
-      for (int m : ring) comm_begin(m);
+      for (int m : simulated) comm_begin(m);
       if (cost.estimate.latency_s > 0) sg4::this_actor::sleep_for(cost.estimate.latency_s);
       for (int i = 1; i < members; ++i) rv->started->release();
     }
     std::vector<sg4::CommPtr> comms;
-    for (const FlowSpec& f : flows_of(cost.estimate, n, ring)) {
+    if (block) {
+      for (const BlockCollective::Flow& f : block->flows) {
+        sg4::this_actor::set_host(f.from);
+        comms.push_back(f.to->put_async(&kPayload, uint64_t(f.bytes)));
+      }
+    }
+    for (const FlowSpec& f : block ? std::vector<FlowSpec>{} : flows_of(cost.estimate, n, ring)) {
       if (f.bytes <= 0) continue;
       // The flow leaves from its GPU's host: the sending actor moves there (a comm's route is fixed
       // when it starts), and lands at once in the destination GPU's inbox (see inbox()).
@@ -244,7 +321,7 @@ class Run {
       return;
     }
     rendezvous_.erase(key);
-    for (int m : ring) comm_end(m);
+    for (int m : simulated) comm_end(m);
     for (int i = 1; i < members; ++i) rv->finished->release();
   }
 };
@@ -280,22 +357,34 @@ DesOutcome run_simgrid(const PreparedSimulation& p, const DesOptions& opt) {
   ClusterTopology topo = build_topology(sc.cluster.instance, sc.cluster.nodes, fabric_layout(sc.cluster), sc.what_if.degraded);
   const double speed = 1e9;  // compute hosts run one "flop" per ns: an Exec of d seconds has d·1e9 flops
   const double interference = p.compute_calibration.interference;
-  Platform plat = build_platform(topo, speed, interference);
-  Run run(p, topo, plat, speed);
+  // A symmetric cluster runs as its block of nodes (sim/des/symmetry.hpp); otherwise every node runs.
+  const NodeSymmetry sym = opt.use_symmetry ? find_node_symmetry(p, topo) : NodeSymmetry{topo.nodes, topo.nodes, {}};
+  Platform plat;
+  std::unique_ptr<QuotientPlatform> quotient;
+  if (sym.reduces())
+    quotient = std::make_unique<QuotientPlatform>(topo, sym, speed, interference);
+  else
+    plat = build_platform(topo, speed, interference);
+  Run run(p, topo, quotient ? nullptr : &plat, quotient.get(), sym, speed);
   run.spawn();
   engine.run();
 
   DesOutcome out;
   auto& st = run.state();
   double latest = -1;
+  int critical = 0;
   for (int n = 0; n < int(st.size()); ++n) {
     double end = 0;
     for (double e : st[n].end) end = std::max(end, e);
-    if (end > latest) latest = end, out.critical_node = n;
+    if (end > latest) latest = end, critical = n;
   }
-  out.critical = timeline_of(p.graph, st[out.critical_node]);
-  if (opt.keep_all_timelines)
+  out.critical_node = run.world_node(critical);
+  out.simulated_nodes = sym.period;
+  out.critical = timeline_of(p.graph, st[critical]);
+  if (opt.keep_all_timelines) {
     for (const auto& s : st) out.nodes.push_back(timeline_of(p.graph, s));
+    for (int n = sym.period; n < sym.nodes; ++n) out.nodes.push_back(out.nodes[n % sym.period]);  // copies run alike
+  }
   out.flows = run.flows();
   out.events = run.events();
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();

@@ -19,11 +19,13 @@ namespace micsim::des {
 
 struct DesOptions {
   bool keep_all_timelines = false;  // per-task times of every node (for traces); else the critical node only
+  bool use_symmetry = true;         // simulate one block of a translation-symmetric cluster (sim/des/symmetry.hpp)
 };
 
 struct DesOutcome {
   StepTimeline critical;            // the node that finished last (its breakdown is the step's)
-  int critical_node = 0;
+  int critical_node = 0;             // in the cluster (a quotient run: the slowest node of the critical node's orbit)
+  int simulated_nodes = 0;           // nodes the engine ran: the cluster's, or the block of a symmetric one
   std::vector<StepTimeline> nodes;  // every node, when keep_all_timelines
   double wall_s = 0;                // host time spent simulating
   long peak_rss_kib = 0;            // of the simulating process

@@ -10,7 +10,12 @@ namespace micsim::des {
 namespace {
 using Dir = sg4::LinkInRoute::Direction;
 
-// Split-duplex link of the given rate (bytes/s) named after the topology edge.
+double edge_rate(const ClusterTopology& t, size_t a, size_t b) {
+  auto [e, ok] = boost::edge(a, b, t.graph);
+  return ok ? t.graph[e].bytes_per_s : 0.0;
+}
+}  // namespace
+
 sg4::SplitDuplexLink* duplex(sg4::NetZone* zone, const std::string& name, double rate) {
   auto* l = zone->create_split_duplex_link(name, rate);
   l->set_latency(0);
@@ -18,14 +23,25 @@ sg4::SplitDuplexLink* duplex(sg4::NetZone* zone, const std::string& name, double
   return l;
 }
 
-double edge_rate(const ClusterTopology& t, size_t a, size_t b) {
-  auto [e, ok] = boost::edge(a, b, t.graph);
-  return ok ? t.graph[e].bytes_per_s : 0.0;
+double nvlink_rate(const ClusterTopology& t, int node, int gpu) {
+  const auto& G = t.graph;
+  size_t sw = boost::adjacent_vertices(t.gpu[node][gpu], G).first[0];
+  for (auto [ai, ae] = boost::adjacent_vertices(t.gpu[node][gpu], G); ai != ae; ++ai)
+    if (G[*ai].kind == VertexKind::NvSwitch) sw = *ai;
+  return edge_rate(t, t.gpu[node][gpu], sw);
 }
-}  // namespace
+
+double nic_link_rate(const ClusterTopology& t, int node, int link) {
+  const auto& G = t.graph;
+  size_t pcie = 0;
+  for (auto [ai, ae] = boost::adjacent_vertices(t.nic[node][link], G); ai != ae; ++ai)
+    if (G[*ai].kind == VertexKind::PcieSwitch) pcie = *ai;
+  return edge_rate(t, t.nic[node][link], pcie);
+}
+
+double uplink_rate(const ClusterTopology& t, int leaf) { return edge_rate(t, t.leaf[leaf], t.spine); }
 
 Platform build_platform(const ClusterTopology& t, double compute_speed, double interference) {
-  const auto& G = t.graph;
   Platform p;
   p.gpu.resize(t.nodes);
   p.compute.resize(t.nodes);
@@ -41,7 +57,7 @@ Platform build_platform(const ClusterTopology& t, double compute_speed, double i
   for (int l = 0; l < t.leaves; ++l) {
     leaf_zone[l] = sg4::create_full_zone(fmt::format("leaf{}", l));
     leaf_zone[l]->set_parent(core);
-    uplink[l] = duplex(core, fmt::format("leaf{}-uplink", l), edge_rate(t, t.leaf[l], t.spine));
+    uplink[l] = duplex(core, fmt::format("leaf{}-uplink", l), uplink_rate(t, l));
     for (int n : nodes_of_leaf[l]) {
       auto* z = sg4::create_full_zone(fmt::format("node{}", n));
       z->set_parent(leaf_zone[l]);
@@ -52,16 +68,10 @@ Platform build_platform(const ClusterTopology& t, double compute_speed, double i
       std::vector<double> nic_rate(t.nic_links, 0.0);
       for (int i = 0; i < g; ++i) {
         p.gpu[n].push_back(z->create_host(fmt::format("node{}-gpu{}", n, i), 1.0));
-        size_t sw = boost::adjacent_vertices(t.gpu[n][i], G).first[0];
-        for (auto [ai, ae] = boost::adjacent_vertices(t.gpu[n][i], G); ai != ae; ++ai)
-          if (G[*ai].kind == VertexKind::NvSwitch) sw = *ai;
-        nvlink[i] = duplex(z, fmt::format("node{}-gpu{}-nvlink", n, i), edge_rate(t, t.gpu[n][i], sw));
+        nvlink[i] = duplex(z, fmt::format("node{}-gpu{}-nvlink", n, i), nvlink_rate(t, n, i));
       }
       for (int k = 0; k < t.nic_links; ++k) {
-        size_t pcie = 0;
-        for (auto [ai, ae] = boost::adjacent_vertices(t.nic[n][k], G); ai != ae; ++ai)
-          if (G[*ai].kind == VertexKind::PcieSwitch) pcie = *ai;
-        nic_rate[k] = edge_rate(t, t.nic[n][k], pcie);
+        nic_rate[k] = nic_link_rate(t, n, k);
         nic[k] = duplex(z, fmt::format("node{}-nic{}", n, k), nic_rate[k]);
       }
       double nic_sum = 0;

@@ -99,7 +99,7 @@ Child start_child(const PreparedSimulation& p, const DesOptions& opt) {
       DesOutcome out = run_simgrid(p, opt);
       FILE* f = fdopen(fd, "wb");
       Writer w{f};
-      w.val(out.critical_node), w.val(out.wall_s), w.val(uint64_t(out.flows)), w.val(uint64_t(out.events));
+      w.val(out.critical_node), w.val(out.simulated_nodes), w.val(out.wall_s), w.val(uint64_t(out.flows)), w.val(uint64_t(out.events));
       w.timeline(out.critical);
       uint64_t nodes = out.nodes.size();
       w.val(nodes);
@@ -125,6 +125,7 @@ DesOutcome finish_child(const Child& c, int status, const struct rusage& ru) {
     Reader r{f};
     try {
       out.critical_node = r.val<int>();
+      out.simulated_nodes = r.val<int>();
       out.wall_s = r.val<double>();
       out.flows = r.val<uint64_t>();
       out.events = r.val<uint64_t>();

@@ -2,10 +2,8 @@
 
 namespace micsim {
 
-SimulationResult simulate_simgrid(const PreparedSimulation& p, bool all_timelines, des::DesOutcome* details,
+SimulationResult simulate_simgrid(const PreparedSimulation& p, const des::DesOptions& opt, des::DesOutcome* details,
                                   const PreparedSimulation** simulated) {
-  des::DesOptions opt;
-  opt.keep_all_timelines = all_timelines;
   des::DesOutcome out = des::run_isolated(p, opt);
   SimulationResult r = make_result(p, out.critical, "simgrid");
   const PreparedSimulation* run = &p;
