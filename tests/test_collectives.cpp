@@ -77,3 +77,19 @@ TEST_CASE("bigger messages never take less time; more bandwidth never takes more
     }
   }
 }
+
+TEST_CASE("a fabric's ll128 key decides whether LL128 runs across nodes; inside a node it always may") {
+  auto uses_ll128 = [](const InstanceSpec& inst, int nodes) {
+    for (const auto& c : CollectiveModel(NetworkParams::from_instance(inst))
+                             .candidates(CollectiveOp::AllReduce, 64.0 * (1 << 20), GroupLayout::make(8 * nodes, nodes)))
+      if (c.protocol == Protocol::LL128) return true;
+    return false;
+  };
+  const auto& catalog = HardwareCatalog::builtin();
+  CHECK_FALSE(uses_ll128(catalog.instance("p5.48xlarge"), 4));   // efa-v2: ll128: false
+  CHECK_FALSE(uses_ll128(catalog.instance("p4d.24xlarge"), 4));  // efa-p4
+  CHECK(uses_ll128(catalog.instance("p5.48xlarge"), 1));         // NVLink only
+  InstanceSpec ordered = catalog.instance("p5.48xlarge");
+  ordered.network.fabric.ll128 = true;
+  CHECK(uses_ll128(ordered, 4));
+}

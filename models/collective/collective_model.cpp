@@ -64,8 +64,8 @@ NetworkParams NetworkParams::from_instance(const InstanceSpec& inst) {
   p.inter_efficiency_at_scale = inst.network.fabric.bandwidth_efficiency_at_scale;
   p.inter_latency_s = inst.network.fabric.latency_s;
   p.inter_algorithms = inst.network.fabric.algorithms;
-  // LL128 needs ordered 128-byte stores end to end; EFA's SRD transport does not guarantee it.
-  if (inst.network.fabric.name.rfind("efa", 0) == 0) p.inter_protocols = {Protocol::LL, Protocol::Simple};
+  // LL128 needs ordered 128-byte stores end to end, which some fabrics do not give (catalog `ll128`).
+  if (!inst.network.fabric.ll128) p.inter_protocols = {Protocol::LL, Protocol::Simple};
   p.channels = inst.gpu.arch == GpuArch::Volta ? 12 : 16;
   p.gpus_per_node = inst.gpus_per_node;
   p.nics = inst.network.nics;

@@ -160,7 +160,7 @@ static NcclAlgorithm parse_algorithm(const YamlNode& n) {
 
 FabricSpec HardwareCatalog::parse_fabric(const YamlNode& n, const std::string& name) const {
   n.check_keys({"latency_us", "bandwidth_efficiency", "bandwidth_efficiency_at_scale", "ramp_min", "ramp_half_kib", "algorithms",
-                "source"});
+                "ll128", "source"});
   FabricSpec f;
   f.name = name;
   f.latency_s = n.at("latency_us").as_double_in(0, 1e5) * 1e-6;
@@ -171,6 +171,7 @@ FabricSpec HardwareCatalog::parse_fabric(const YamlNode& n, const std::string& n
   if (auto v = n.get("ramp_half_kib")) f.ramp_half_bytes = v->as_double_in(0, 1e9) * 1024.0;
   if (auto a = n.get("algorithms"))
     for (const auto& item : a->items()) f.algorithms.push_back(parse_algorithm(item));
+  if (auto v = n.get("ll128")) f.ll128 = v->as_bool();
   if (auto v = n.get("source")) f.source = v->as_string();
   return f;
 }

@@ -44,6 +44,7 @@ struct FabricSpec {
   double bandwidth_efficiency = 0.9;      // fraction of NIC line rate reached by large transfers (2 nodes)
   double bandwidth_efficiency_at_scale = 0.9;  // the same when a collective spans many nodes (fabric hops, ECMP)
   std::vector<NcclAlgorithm> algorithms;  // enabled algorithms across nodes; empty = NCCL defaults
+  bool ll128 = true;                      // LL128 across nodes: needs in-order 128-byte delivery end to end
   double ramp_min = 1.0;                  // bandwidth efficiency ramp (see NetworkParams): floor ...
   double ramp_half_bytes = 0;             // ... and the per-rank step size at which it is half way up
   std::string source;
