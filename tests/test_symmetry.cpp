@@ -39,6 +39,7 @@ Scenario contended(const std::string& kind, std::vector<std::string> extra = {})
 struct Both {
   double full, quotient;
   int simulated;
+  int critical_node;  // the block run's
 };
 
 Both run_both(const Scenario& sc) {
@@ -48,7 +49,7 @@ Both run_both(const Scenario& sc) {
   des::DesOutcome q;
   const double full = simulate_simgrid(p, every_node).iteration_time_s;
   const double quotient = simulate_simgrid(p, block, &q).iteration_time_s;
-  return {full, quotient, q.simulated_nodes};
+  return {full, quotient, q.simulated_nodes, q.critical_node};
 }
 
 }  // namespace
@@ -67,8 +68,11 @@ TEST_CASE("symmetry: the period a cluster repeats with") {
   CHECK(period_of(contended("mics", {"strategy.partition_size=32"}), true) == 16);
   CHECK(period_of(contended("mics", {"strategy.partition_size=32", "cluster.fabric.oversubscription=1"}), true) == 4);
   CHECK(period_of(large(2048), true) == 32);  // packed: each copy has its own leaves
-  // Nothing repeats: a slow node, a degraded NIC, or leaves of different sizes (10 nodes on 3 leaves).
+  // A slow node: the copy of the block that holds it is simulated (below), except where copies share
+  // an oversubscribed uplink, as with jitter.
+  CHECK(period_of(large(128, {"what_if.slow_node.node=100", "what_if.slow_node.compute_factor=1.5"})) == 32);
   CHECK(period_of(contended("zero3", {"what_if.slow_node.node=3", "what_if.slow_node.compute_factor=1.5"})) == 16);
+  // Nothing repeats: a degraded NIC, or leaves of different sizes (10 nodes on 3 leaves).
   CHECK(period_of(contended("zero3", {"what_if.degraded_nic.node=2", "what_if.degraded_nic.bandwidth_factor=0.5"})) == 16);
   CHECK(period_of(scenario("p4d.24xlarge", 10, "bert-10b", "zero3", 1, 160,
                            {"cluster.fabric.oversubscription=2", "cluster.fabric.nodes_per_leaf=4", "cluster.fabric.placement=scattered"})) == 10);
@@ -103,5 +107,24 @@ TEST_CASE("symmetry: a block of nodes gives the step of the whole cluster") {
       CHECK_MESSAGE(std::fabs(b.quotient / b.full - 1) < 0.01,
                     sc.name << ": every node " << b.full << " s, block of " << b.simulated << " nodes " << b.quotient << " s");
     }
+  }
+}
+
+TEST_CASE("symmetry: with a slow node, the copy of the block that holds it gives the step within 1 %") {
+  const std::vector<std::string> slow = {"what_if.slow_node.node=37", "what_if.slow_node.compute_factor=1.5"};
+  std::vector<Scenario> cases = {
+      large(64, slow),
+      scenario("p4d.24xlarge", 16, "bert-10b", "mics", 8, 2048, {"strategy.partition_size=8", "what_if.slow_node.node=13", slow[1]}),
+      scenario("p4d.24xlarge", 16, "bert-10b", "mics", 8, 2048,
+               {"strategy.partition_size=32", "strategy.hierarchical_allgather=true", "what_if.slow_node.node=3", slow[1]}),
+      scenario("p4d.24xlarge", 8, "llama2-13b", "zero1", 1, 32, {"parallelism.tp=8", "parallelism.pp=2", "what_if.slow_node.node=3", slow[1]}, 2048),
+  };
+  for (const auto& sc : cases) {
+    const Both b = run_both(sc);
+    CHECK(b.simulated < sc.cluster.nodes);
+    // The critical node is reported in the cluster's numbering, in the copy that holds the slow node.
+    CHECK(b.critical_node / b.simulated == sc.what_if.slow_nodes.front().node / b.simulated);
+    CHECK_MESSAGE(std::fabs(b.quotient / b.full - 1) < 0.01,
+                  sc.name << ": every node " << b.full << " s, block of " << b.simulated << " nodes " << b.quotient << " s");
   }
 }

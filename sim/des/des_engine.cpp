@@ -86,7 +86,7 @@ class Run {
       }
     }
     // A quotient run simulates the copy of the block that holds the cluster's slowest node (the one
-    // that sets the pace where groups meet), with the factors sampled for that copy.
+    // that sets the pace where groups meet), with that copy's factors (slow node and jitter).
     const auto slowest = std::max_element(compute_factor_.begin(), compute_factor_.end());
     block_offset_ = int(slowest - compute_factor_.begin()) / nodes_ * nodes_;
     compute_factor_.erase(compute_factor_.begin(), compute_factor_.begin() + block_offset_);

@@ -85,7 +85,7 @@ bool leaves_invariant(const ClusterTopology& t, int B, std::vector<double>& scal
 NodeSymmetry find_node_symmetry(const PreparedSimulation& p, const ClusterTopology& topo) {
   const int N = topo.nodes;
   NodeSymmetry none{N, N, {}};
-  if (N < 2 || p.layout.nodes != N || !p.scenario.what_if.empty()) return none;
+  if (N < 2 || p.layout.nodes != N || !p.scenario.what_if.degraded.empty()) return none;
   std::set<GroupKind> kinds;
   for (const CommOp& op : p.graph.comm_ops) kinds.insert(op.group);
   std::vector<Rings> rings;
@@ -101,8 +101,9 @@ NodeSymmetry find_node_symmetry(const PreparedSimulation& p, const ClusterTopolo
     // then contend less than copies in step would (a 4:1 fabric with scattered placement: 1.6 % faster
     // than the block says). There every node runs; elsewhere the drift moves the step by < 0.5 %.
     const bool jitter = p.compute_calibration.jitter_cv > 0 && p.layout.world > 1;
+    const bool uneven = jitter || !p.scenario.what_if.slow_nodes.empty();
     const bool shared_uplink = std::any_of(s.uplink_scale.begin(), s.uplink_scale.end(), [](double x) { return x > 0 && x < 1; });
-    if (jitter && shared_uplink && p.scenario.cluster.fabric.oversubscription > 1) return none;
+    if (uneven && shared_uplink && p.scenario.cluster.fabric.oversubscription > 1) return none;
     return s;
   }
   return none;

@@ -4,7 +4,7 @@
 //
 // Rule. Shift every node index by B (mod N). If the shift maps every group of every collective of the
 // step onto a group of the same kind with the same ring order, maps leaves onto leaves with the same
-// uplink rate, and the cluster has no slow node and no degraded link, then node n + B does exactly
+// uplink rate, and nodes do not differ (no slow node, no jitter, no degraded link), then node n + B does exactly
 // what node n does, at the same times (the max-min rates of a symmetric problem are symmetric, and
 // they are unique). So nodes 0..B-1 are simulated and each stands for its orbit {n + kB}:
 //   - a collective's rendezvous waits for the group's members inside the block (the others arrive
@@ -14,12 +14,13 @@
 //     block representative: a link whose orbit has k copies in the cluster carries the flows of N/B
 //     nodes' copies in k places, so its rate is scaled by k·B/N (1 when every copy lies outside the
 //     block, B/N for a leaf uplink that every block shares, as with scattered placement).
-// Sampled per-node jitter is the one thing that differs from node to node, so with jitter the rule is
+// Nodes whose compute differs (sampled per-node jitter, on by default, or a `slow_node`) make the rule
 // an approximation: the block simulated is the copy holding the cluster's slowest node, with that
-// copy's sampled factors (des_engine.cpp), and all copies run in step. Copies that drift apart contend
-// less on links they share; where they share an oversubscribed leaf uplink that is worth more than 1 %,
-// and every node is simulated instead. Elsewhere the block is within 0.5 % of every node
-// (tests/test_symmetry.cpp; GPT-175B MiCS p = 128: 0.0 to -0.46 % from 512 to 16,384 GPUs).
+// copy's factors (des_engine.cpp), and all copies run in step. Copies that drift apart contend less on
+// links they share; where they share an oversubscribed leaf uplink that is worth more than 1 %, and
+// every node is simulated instead. Elsewhere the block is within 0.5 % of every node
+// (tests/test_symmetry.cpp; GPT-175B MiCS p = 128: 0.0 to -0.46 % from 512 to 16,384 GPUs; a slow node
+// at 1.5x: 0.0 to -0.23 %). A degraded link always means every node.
 #include <vector>
 
 #include "models/hardware/topology.hpp"
