@@ -305,13 +305,14 @@ class Run {
         sg4::this_actor::set_host(f.from);
         comms.push_back(f.to->put_async(&kPayload, uint64_t(f.bytes)));
       }
-    }
-    for (const FlowSpec& f : block ? std::vector<FlowSpec>{} : flows_of(cost.estimate, n, ring)) {
-      if (f.bytes <= 0) continue;
-      // The flow leaves from its GPU's host: the sending actor moves there (a comm's route is fixed
-      // when it starts), and lands at once in the destination GPU's inbox (see inbox()).
-      sg4::this_actor::set_host(host_of(f.src_node, f.src_gpu));
-      comms.push_back(inbox(f.dst_node, f.dst_gpu)->put_async(&kPayload, uint64_t(f.bytes)));
+    } else {
+      for (const FlowSpec& f : flows_of(cost.estimate, n, ring)) {
+        if (f.bytes <= 0) continue;
+        // The flow leaves from its GPU's host: the sending actor moves there (a comm's route is fixed
+        // when it starts), and lands at once in the destination GPU's inbox (see inbox()).
+        sg4::this_actor::set_host(host_of(f.src_node, f.src_gpu));
+        comms.push_back(inbox(f.dst_node, f.dst_gpu)->put_async(&kPayload, uint64_t(f.bytes)));
+      }
     }
     flows_ += comms.size();
     events_ += comms.size() + 1;  // the flows and the rendezvous
