@@ -1,7 +1,8 @@
 #pragma once
 // The SimGrid engine: the same task graph as the analytic engine, run for every node of the cluster
 // on a SimGrid platform built from the topology, so that contention emerges: groups sharing a node's
-// NICs, oversubscribed leaf uplinks, a degraded link, a straggling node.
+// NICs, oversubscribed leaf uplinks, a degraded link, a straggling node. A cluster that repeats
+// itself every B nodes runs as one block of B nodes instead (sim/des/symmetry.hpp).
 //
 // Each node runs one actor per stream (compute, gather, reduce) over the per-rank task graph (all
 // GPUs of a node behave alike). A collective starts when the last node of its group reaches it; it

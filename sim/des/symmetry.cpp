@@ -97,11 +97,11 @@ NodeSymmetry find_node_symmetry(const PreparedSimulation& p, const ClusterTopolo
     bool ok = true;
     for (const Rings& r : rings) ok = ok && rings_invariant(r, p.layout, N, B);
     if (!ok) continue;
-    // Sampled jitter makes copies of the block drift apart; copies that share an oversubscribed uplink
-    // then contend less than copies in step would (a 4:1 fabric with scattered placement: 1.6 % faster
-    // than the block says). There every node runs; elsewhere the drift moves the step by < 0.5 %.
-    const bool jitter = p.compute_calibration.jitter_cv > 0 && p.layout.world > 1;
-    const bool uneven = jitter || !p.scenario.what_if.slow_nodes.empty();
+    // Uneven compute (sampled jitter, a slow node) makes copies of the block drift apart; copies that
+    // share an oversubscribed uplink then contend less than copies in step would (a 4:1 fabric with
+    // scattered placement: 1.6 % faster than the block says). There every node runs; elsewhere the
+    // drift moves the step by < 0.5 %.
+    const bool uneven = (p.compute_calibration.jitter_cv > 0 && p.layout.world > 1) || !p.scenario.what_if.slow_nodes.empty();
     const bool shared_uplink = std::any_of(s.uplink_scale.begin(), s.uplink_scale.end(), [](double x) { return x > 0 && x < 1; });
     if (uneven && shared_uplink && p.scenario.cluster.fabric.oversubscription > 1) return none;
     return s;
