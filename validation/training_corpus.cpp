@@ -219,6 +219,8 @@ std::vector<CorpusRow> load_training_corpus(const std::string& dir) {
       if (row.strategy == "hsdp") st["partition_size"] = int64_t(num(f("partition_size")));
       const std::string fw = row.framework;
       if (fw == "fsdp1" || fw == "fsdp2" || fw == "deepspeed") st["framework"] = fw;
+      // InternEvo's configs reduce in buckets of 512 * 1024 * 1024 elements (configs/7B_sft.py).
+      if (fw == "other:internevo" && row.strategy == "zero1") st["framework"] = "internevo", st["reduce_bucket_size"] = 536870912;
       if (fw == "smp") st["kind"] = "mics", st["framework"] = "smp", st["partition_size"] = int64_t(num(f("partition_size")));
       std::smatch vm;
       const std::string software = f("software");

@@ -19,7 +19,7 @@ Granularity parse_granularity(const YamlNode& n) {
 }
 
 FrameworkProfile parse_profile(const std::string& name, const YamlNode& n) {
-  n.check_keys({"description", "versions", "kinds", "gather", "reduce", "host", "sources"});
+  n.check_keys({"description", "versions", "kinds", "gather", "reduce", "step", "host", "sources"});
   FrameworkProfile p;
   p.name = name;
   p.family = name.rfind("deepspeed", 0) == 0 ? "deepspeed" : name;
@@ -43,11 +43,16 @@ FrameworkProfile parse_profile(const std::string& name, const YamlNode& n) {
   p.keep_across_turn = g.at("keep_across_turn").as_bool();
   p.copy_out = g.at("copy_out").as_double_in(0, 4);
   YamlNode r = n.at("reduce");
-  r.check_keys({"granularity", "bucket_host_wait", "bucket_copy", "hsdp_allreduce_every_microstep"});
+  r.check_keys({"granularity", "bucket_host_wait", "bucket_copy", "hsdp_allreduce_every_microstep", "collective"});
   p.reduce = parse_granularity(r.at("granularity"));
   p.bucket_host_wait = r.at("bucket_host_wait").as_bool();
   p.bucket_copy = r.at("bucket_copy").as_double_in(0, 4);
   p.hsdp_allreduce_every_microstep = r.at("hsdp_allreduce_every_microstep").as_bool();
+  if (auto c = r.get("collective")) p.grad_all_reduce = c->as_choice({"reduce_scatter", "all_reduce"}) == "all_reduce";
+  if (auto st = n.get("step")) {
+    st->check_keys({"param_sync"});
+    p.param_broadcast_per_rank = st->at("param_sync").as_choice({"all_gather", "broadcast_per_rank"}) == "broadcast_per_rank";
+  }
   YamlNode h = n.at("host");
   h.check_keys({"per_unit_us", "per_collective_us"});
   p.host_per_unit_s = h.at("per_unit_us").as_double_in(0, 1e6) * 1e-6;
@@ -98,7 +103,7 @@ int compare_versions(const std::string& a, const std::string& b) {
 }
 
 const std::vector<std::string>& framework_names() {
-  static const std::vector<std::string> names = {"ideal", "deepspeed", "fsdp1", "fsdp2", "smp"};
+  static const std::vector<std::string> names = {"ideal", "deepspeed", "fsdp1", "fsdp2", "smp", "internevo"};
   return names;
 }
 

@@ -14,8 +14,8 @@ namespace micsim {
 enum class Granularity { Unit, Tensor, Bucket };
 
 struct FrameworkProfile {
-  std::string name;           // ideal | deepspeed-2021 | deepspeed-0.5 | deepspeed | fsdp1 | fsdp2 | smp
-  std::string family;         // ideal | deepspeed | fsdp1 | fsdp2 | smp (what users write in strategy.framework)
+  std::string name;           // ideal | deepspeed-2021 | deepspeed-0.5 | deepspeed | fsdp1 | fsdp2 | smp | internevo
+  std::string family;         // ideal | deepspeed | fsdp1 | fsdp2 | smp | internevo (what users write in strategy.framework)
   std::string description;
   std::string first_version, last_version;  // release range ("" = open)
   std::vector<std::string> kinds;           // strategy kinds it runs (empty = all)
@@ -34,6 +34,12 @@ struct FrameworkProfile {
   bool bucket_host_wait = false;
   double bucket_copy = 0;
   bool hsdp_allreduce_every_microstep = false;
+  // ZeRO-1 gradients: each bucket all-reduced over the data-parallel group (every rank keeps the whole
+  // reduced gradient and reads its shard) instead of reduce-scattered (InternEvo's reduce_tensor).
+  bool grad_all_reduce = false;
+  // After the optimizer step (ZeRO-1/2): every rank broadcasts its updated 16-bit shard, one broadcast
+  // per rank (InternEvo's broadcast_params), instead of bucketed all-gathers of the whole buffer.
+  bool param_broadcast_per_rank = false;
   // Host
   double host_per_unit_s = 0;
   double host_per_collective_s = 0;

@@ -12,7 +12,7 @@
 //    micro-step (2-hop) or at every micro-step (FSDP1 HSDP); DDP and ZeRO-1 reduce only at the last
 //    micro-step (no_sync before it).
 //  * The optimizer step updates the local shard after every gradient reduction; ZeRO-1/2 then
-//    all-gather the updated parameters.
+//    all-gather the updated parameters (InternEvo: one broadcast per rank of its shard).
 //
 // The framework profile (models/framework) says how a real implementation departs from that:
 //  * gather granularity: one collective per unit (FlatParameter, coalesced fetch) or one per parameter
@@ -203,7 +203,16 @@ class Builder {
     mp_waits_.clear();
     int64_t opt = add_task(TaskKind::Optimizer, StreamId::Compute, -1, g_.micro_steps - 1, deps,
                            compute_index({TaskKind::Optimizer, -1, local}));
-    if (kind == StrategyKind::Zero1 || kind == StrategyKind::Zero2) {
+    if ((kind == StrategyKind::Zero1 || kind == StrategyKind::Zero2) && fw_.param_broadcast_per_rank) {
+      // InternEvo: each rank broadcasts its updated shard in turn, dp broadcasts of 1/dp of the
+      // parameters each (hybrid_zero_optim.py broadcast_params), one after the other on one stream.
+      const int dp = std::max(1, in_.layout.dp);
+      const double shard = pe_ * double(w_.rank_params) / dp;
+      int64_t prev = opt;
+      for (int r = 0; r < dp && dp > 1; ++r)
+        prev = add_task(TaskKind::ParamBroadcastAfterStep, StreamId::Gather, -1, g_.micro_steps - 1, {uint32_t(prev)},
+                        comm_index({CollectiveOp::Broadcast, GroupKind::World, shard, 1}));
+    } else if (kind == StrategyKind::Zero1 || kind == StrategyKind::Zero2) {
       // DeepSpeed all-gathers the updated 16-bit parameters in allgather_bucket_size chunks (5e8).
       double remaining = double(w_.rank_params);
       int64_t prev = opt;
@@ -456,7 +465,9 @@ class Builder {
       return uint32_t(t);
     };
     // DeepSpeed with contiguous_gradients false reduces by flatten + all-reduce (docs/frameworks.md 1.4).
-    const CollectiveOp scatter = in_.strategy.contiguous_gradients ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce;
+    // InternEvo all-reduces each ZeRO-1 bucket (reduce_tensor without a destination rank).
+    const CollectiveOp scatter = in_.strategy.contiguous_gradients && !fw_.grad_all_reduce ? CollectiveOp::ReduceScatter
+                                                                                           : CollectiveOp::AllReduce;
     uint32_t last_rs = after;
     for (double bytes : parts) {
       switch (kind) {
@@ -464,7 +475,9 @@ class Builder {
           if (last && l.dp > 1) reduce(TaskKind::GradAllReduce, CollectiveOp::AllReduce, GroupKind::World, bytes, after);
           break;
         case StrategyKind::Zero1:
-          if (last && l.dp > 1) reduce(TaskKind::GradReduceScatter, scatter, GroupKind::World, bytes, after);
+          if (last && l.dp > 1)
+            reduce(scatter == CollectiveOp::AllReduce ? TaskKind::GradAllReduce : TaskKind::GradReduceScatter, scatter, GroupKind::World, bytes,
+                   after);
           break;
         case StrategyKind::Zero2:
         case StrategyKind::Zero3:

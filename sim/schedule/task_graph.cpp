@@ -26,6 +26,7 @@ const char* to_string(TaskKind k) {
     case TaskKind::GradReduceScatter: return "grad_reduce_scatter";
     case TaskKind::GradAllReduce: return "grad_all_reduce";
     case TaskKind::ParamAllGatherAfterStep: return "param_all_gather_after_step";
+    case TaskKind::ParamBroadcastAfterStep: return "param_broadcast_after_step";
     case TaskKind::HostWork: return "host";
     case TaskKind::ParamCopyOut: return "param_copy_out";
     case TaskKind::GradBucketCopy: return "grad_bucket_copy";

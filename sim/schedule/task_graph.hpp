@@ -30,6 +30,7 @@ enum class TaskKind : uint8_t {
   GradReduceScatter,                                       // hop 1 (or ZeRO-2/3 over all GPUs)
   GradAllReduce,                                           // hop 2 (replication group) or DDP
   ParamAllGatherAfterStep,                                 // ZeRO-1/2: gather updated parameters
+  ParamBroadcastAfterStep,                                 // ZeRO-1/2 (InternEvo): each rank broadcasts its shard
   HostWork,                                                // host timeline: hooks, launches, waits
   ParamCopyOut,                                            // gathered parameters copied out of the flat buffer
   GradBucketCopy,                                          // gradients copied into the reduce bucket
