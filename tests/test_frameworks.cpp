@@ -159,3 +159,30 @@ TEST_CASE("InternEvo's published ZeRO-1 scaling (7B, 8 -> 1024 A100): per-GPU th
   CHECK(published == doctest::Approx(-0.441).epsilon(0.01));
   CHECK(std::fabs(predicted - published) < 0.05);
 }
+
+TEST_CASE("InternEvo ZeRO-1 in groups (zero1 = 8): optimizer over 8 ranks, 8 broadcasts inside the group; only with internevo") {
+  const int nodes = 4;
+  PreparedSimulation all = prepare_simulation(bert("zero1", "internevo", {}, nodes), {0});
+  PreparedSimulation grouped = prepare_simulation(bert("zero1", "internevo", {"strategy.partition_size=8"}, nodes), {0});
+  int broadcasts = 0;
+  double bytes = 0;
+  for (const auto& t : grouped.graph.tasks)
+    if (t.kind == TaskKind::ParamBroadcastAfterStep) {
+      ++broadcasts, bytes += grouped.graph.comm_ops[t.op].bytes;
+      CHECK(grouped.graph.comm_ops[t.op].group == GroupKind::Partition);
+    }
+  CHECK(broadcasts == 8);
+  CHECK(bytes == doctest::Approx(2.0 * double(grouped.workload.rank_params)).epsilon(1e-9));
+  CHECK(grouped.layout.partition_size == 8);
+  CHECK(grouped.layout.replication_size == 4);
+  // Optimizer states over 8 instead of 32 ranks: four times the bytes per GPU; parameters and gradients whole.
+  CHECK(grouped.memory.optimizer_bytes == doctest::Approx(4 * all.memory.optimizer_bytes).epsilon(1e-6));
+  CHECK(grouped.memory.params_bytes == all.memory.params_bytes);
+  // Inside a node the broadcasts do not cross the fabric: the step is faster than over all 32 ranks.
+  CHECK(simulate_analytic(grouped).iteration_time_s < simulate_analytic(all).iteration_time_s);
+  // Other frameworks' ZeRO-1 shards over all ranks: partition_size is ignored with a warning.
+  Scenario ideal = bert("zero1", "ideal", {"strategy.partition_size=8"}, nodes);
+  REQUIRE(ideal.warnings.size() >= 1);
+  CHECK(ideal.warnings[0].find("zero1 with framework internevo") != std::string::npos);
+  CHECK(prepare_simulation(ideal).layout.partition_size == 32);
+}

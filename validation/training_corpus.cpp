@@ -139,8 +139,9 @@ std::vector<CorpusRow> load_training_corpus(const std::string& dir) {
       if (!gpu) { skip("GPU " + row.gpu + " not in the catalog"); continue; }
       row.arch = cat.find_gpu(*gpu)->arch;
       if (arch != "llama" && arch != "gpt" && arch != "mpt" && arch != "bert") { skip("architecture " + arch + " not modelled"); continue; }
-      if (row.framework.rfind("other:", 0) == 0 && row.strategy == "zero1" && !f("partition_size").empty()) {
-        skip("ZeRO-1 sharded within groups (InternEvo zero1=8) is not a micsim strategy"); continue;
+      if (row.framework.rfind("other:", 0) == 0 && row.framework != "other:internevo" && row.strategy == "zero1" &&
+          !f("partition_size").empty()) {
+        skip("ZeRO-1 sharded within groups is modelled for InternEvo only"); continue;
       }
       bool arch_known = true;
       for (const char* k : {"layers", "hidden", "heads", "ffn", "vocab"}) arch_known &= num(f(k)) > 0 && num(f(k)) < 1e9;
@@ -220,7 +221,10 @@ std::vector<CorpusRow> load_training_corpus(const std::string& dir) {
       const std::string fw = row.framework;
       if (fw == "fsdp1" || fw == "fsdp2" || fw == "deepspeed") st["framework"] = fw;
       // InternEvo's configs reduce in buckets of 512 * 1024 * 1024 elements (configs/7B_sft.py).
-      if (fw == "other:internevo" && row.strategy == "zero1") st["framework"] = "internevo", st["reduce_bucket_size"] = 536870912;
+      if (fw == "other:internevo" && row.strategy == "zero1") {
+        st["framework"] = "internevo", st["reduce_bucket_size"] = 536870912;
+        if (!f("partition_size").empty()) st["partition_size"] = int64_t(num(f("partition_size")));  // InternEvo zero1 = p
+      }
       if (fw == "smp") st["kind"] = "mics", st["framework"] = "smp", st["partition_size"] = int64_t(num(f("partition_size")));
       std::smatch vm;
       const std::string software = f("software");

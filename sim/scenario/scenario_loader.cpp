@@ -313,7 +313,10 @@ StrategySpec parse_strategy(const YamlNode& n, const ClusterSpec& c, const Model
   kinds.push_back("fsdp");
   const std::string kind_name = kind.as_choice(kinds);
   s.kind = kind_name == "fsdp" ? StrategyKind::Zero3 : *parse_strategy_kind(kind_name);
-  const bool grouped = s.kind == StrategyKind::MiCS || s.kind == StrategyKind::HSDP;
+  // InternEvo's hybrid ZeRO-1 shards the optimizer within groups (its `zero1 = p`, e.g. 8 = one node).
+  auto fw = n.get("framework");
+  const bool grouped_zero1 = s.kind == StrategyKind::Zero1 && fw && fw->is_scalar() && fw->as_string() == "internevo";
+  const bool grouped = s.kind == StrategyKind::MiCS || s.kind == StrategyKind::HSDP || grouped_zero1;
   const int world = c.world_size(), g = c.instance.gpus_per_node;
   auto ignored = [&](const YamlNode& node, const char* applies) {
     warnings.push_back(fmt::format("{}: {}: ignored under strategy.kind {} (applies to {})", node.location().str(),
@@ -322,7 +325,7 @@ StrategySpec parse_strategy(const YamlNode& n, const ClusterSpec& c, const Model
   s.two_hop_sync = s.kind == StrategyKind::MiCS;  // FSDP1 HYBRID_SHARD all-reduces every micro-step
   if (auto p = n.get("partition_size")) {
     if (!grouped) {
-      ignored(*p, "mics, hsdp");
+      ignored(*p, "mics, hsdp, zero1 with framework internevo");
     } else {
       if (!mp.none()) {
         // With model parallelism the group is counted in the ranks that hold the same parameters:

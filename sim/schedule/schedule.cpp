@@ -204,14 +204,16 @@ class Builder {
     int64_t opt = add_task(TaskKind::Optimizer, StreamId::Compute, -1, g_.micro_steps - 1, deps,
                            compute_index({TaskKind::Optimizer, -1, local}));
     if ((kind == StrategyKind::Zero1 || kind == StrategyKind::Zero2) && fw_.param_broadcast_per_rank) {
-      // InternEvo: each rank broadcasts its updated shard in turn, dp broadcasts of 1/dp of the
-      // parameters each (hybrid_zero_optim.py broadcast_params), one after the other on one stream.
-      const int dp = std::max(1, in_.layout.dp);
-      const double shard = pe_ * double(w_.rank_params) / dp;
+      // InternEvo: each rank of the ZeRO-1 group (all dp ranks, or its `zero1 = p` group) broadcasts
+      // its updated shard in turn: p broadcasts of 1/p of the parameters (hybrid_zero_optim.py
+      // broadcast_params), one after the other on one stream.
+      const int p = std::max(1, in_.layout.partition_size);
+      const GroupKind group = p == in_.layout.dp ? GroupKind::World : GroupKind::Partition;
+      const double shard = pe_ * double(w_.rank_params) / p;
       int64_t prev = opt;
-      for (int r = 0; r < dp && dp > 1; ++r)
+      for (int r = 0; r < p && p > 1; ++r)
         prev = add_task(TaskKind::ParamBroadcastAfterStep, StreamId::Gather, -1, g_.micro_steps - 1, {uint32_t(prev)},
-                        comm_index({CollectiveOp::Broadcast, GroupKind::World, shard, 1}));
+                        comm_index({CollectiveOp::Broadcast, group, shard, 1}));
     } else if (kind == StrategyKind::Zero1 || kind == StrategyKind::Zero2) {
       // DeepSpeed all-gathers the updated 16-bit parameters in allgather_bucket_size chunks (5e8).
       double remaining = double(w_.rank_params);

@@ -55,7 +55,9 @@ ParallelLayout make_layout(const StrategySpec& s, int nodes, int g, const ModelP
   l.dp = std::max(1, l.world / (mp.tp * mp.pp));
   switch (s.kind) {
     case StrategyKind::DDP: l.partition_size = 1; break;
-    case StrategyKind::Zero1:
+    case StrategyKind::Zero1:  // optimizer sharded within groups only with InternEvo's zero1 = p
+      l.partition_size = s.partition_size > 0 ? s.partition_size : l.dp;
+      break;
     case StrategyKind::Zero2:
     case StrategyKind::Zero3: l.partition_size = l.dp; break;
     case StrategyKind::MiCS:
@@ -75,7 +77,7 @@ ShardingSpec make_sharding(const StrategySpec& s, const ParallelLayout& l, const
   const int n = l.dp, p = l.partition_size;
   switch (s.kind) {
     case StrategyKind::DDP: break;
-    case StrategyKind::Zero1: sh.optimizer_shards = n; break;
+    case StrategyKind::Zero1: sh.optimizer_shards = p; break;  // p = n unless partition groups (InternEvo)
     case StrategyKind::Zero2: sh.optimizer_shards = sh.grad_shards = n; break;
     case StrategyKind::Zero3: sh.optimizer_shards = sh.grad_shards = sh.param_shards = n; break;
     case StrategyKind::MiCS:
