@@ -50,6 +50,11 @@ DeepSpeedHandoff deepspeed_handoff(const Scenario& sc) {
     z["reduce_bucket_size"] = int64_t(s.reduce_bucket_elements);
   }
   if (s.kind == StrategyKind::Zero2 || s.kind == StrategyKind::Zero1) z["reduce_scatter"] = true;
+  if (s.kind == StrategyKind::Zero1 && s.partition_size > 0) {
+    // InternEvo's zero1 = p (optimizer sharded within groups) has no DeepSpeed counterpart.
+    out.notes.push_back(fmt::format("ZeRO-1 in groups of {}: DeepSpeed stage 1 shards over all data-parallel ranks; the simulated "
+                                    "layout is InternEvo's `parallel = dict(zero1={})`", s.partition_size, s.partition_size));
+  }
   if (s.kind == StrategyKind::Zero3 || s.kind == StrategyKind::MiCS) {
     z["stage3_prefetch_bucket_size"] = int64_t(s.prefetch_bucket_elements);
     z["stage3_max_live_parameters"] = int64_t(s.max_live_parameters);
