@@ -214,7 +214,8 @@ std::string describe(const Scenario& sc) {
   std::string s = fmt::format("{} x {} {}", sc.cluster.nodes, sc.cluster.instance.name, to_string(sc.strategy.kind));
   if (!sc.parallelism.none()) s = fmt::format("{} x {} {} + {}", sc.cluster.nodes, sc.cluster.instance.name, describe(sc.parallelism),
                                               to_string(sc.strategy.kind));
-  if (sc.strategy.kind == StrategyKind::MiCS || sc.strategy.kind == StrategyKind::HSDP) s += fmt::format(" p={}", l.partition_size);
+  if (sc.strategy.kind == StrategyKind::MiCS || sc.strategy.kind == StrategyKind::HSDP || l.partition_size < l.dp)
+    s += fmt::format(" p={}", l.partition_size);
   if (l.hierarchical) s += " hierarchical";
   s += fmt::format(", micro-batch {}{}", sc.training.micro_batch, sc.training.activation_checkpointing() ? ", checkpointing" : "");
   return s;
@@ -308,7 +309,15 @@ PlanResult run_plan(const std::string& path, const std::vector<std::string>& bas
   const bool scenario_instance = spec.instances.empty();
   if (spec.instances.empty()) spec.instances = {base.cluster.instance.name};
   if (spec.nodes.empty()) spec.nodes = {base.cluster.nodes};
-  if (spec.strategies.empty()) spec.strategies = {"zero3", "mics", "hsdp", "ddp"};
+  if (spec.strategies.empty()) {
+    // The default kinds, less those the scenario's framework cannot run (InternEvo: zero1 only).
+    const std::vector<std::string> runs = base.strategy.framework ? framework_kinds(base.strategy.framework->family) : std::vector<std::string>{};
+    for (const char* k : {"zero3", "mics", "hsdp", "ddp"})
+      if (runs.empty() || std::find(runs.begin(), runs.end(), k) != runs.end()) spec.strategies.push_back(k);
+    if (spec.strategies.empty()) spec.strategies = runs;
+  }
+  // InternEvo's ZeRO-1 shards the optimizer over all data-parallel ranks or within groups (zero1 = p).
+  const bool zero1_groups = base.strategy.framework && base.strategy.framework->family == "internevo";
   if (spec.micro_batches.empty()) spec.micro_batches = {int(base.training.micro_batch)};
   if (spec.checkpointing.empty()) spec.checkpointing = {base.training.activation_checkpointing()};
   const bool search_mp = !spec.tp.empty() || !spec.pp.empty() || !spec.cp.empty() || !spec.virtual_stages.empty();
@@ -353,6 +362,13 @@ PlanResult run_plan(const std::string& path, const std::vector<std::string>& bas
                : model_parallel               ? valid_dp_partition_sizes(nodes * g / (shape.tp * shape.pp))
                                               : valid_partition_sizes(nodes * g, g);
           if (ps.empty()) continue;
+        }
+        if (kind == "zero1" && zero1_groups) {
+          const int dp = nodes * g / (shape.tp * shape.pp);
+          ps = !spec.partition_sizes.empty() ? spec.partition_sizes
+               : model_parallel               ? valid_dp_partition_sizes(dp)
+                                              : valid_partition_sizes(nodes * g, g);
+          if (spec.partition_sizes.empty()) ps.push_back(dp);  // zero1 = -1: every data-parallel rank
         }
         for (int p : ps) {
           std::vector<int> hier = {-1};
@@ -737,7 +753,7 @@ std::string format_plan(const PlanResult& r) {
     const Scenario& sc = *row.eval->scenario;
     const SimulationResult& res = row.eval->best();
     ParallelLayout l = make_layout(sc.strategy, sc.cluster.nodes, sc.cluster.instance.gpus_per_node, sc.parallelism);
-    bool grouped = sc.strategy.kind == StrategyKind::MiCS || sc.strategy.kind == StrategyKind::HSDP;
+    bool grouped = sc.strategy.kind == StrategyKind::MiCS || sc.strategy.kind == StrategyKind::HSDP || l.partition_size < l.dp;
     o += fmt::format(" {:>4} {:<22}{:>5}{:>6}", i + 1, sc.cluster.instance.name, sc.cluster.nodes, res.world_size) + mp_cell(sc);
     o += fmt::format(" {:<7}{:>5} {:<5}{:>4}{:>5} {:<5}{:>10}{:>11.1f}{:>8.1f}{:>6.1f}%{:>10}{:>10}", to_string(sc.strategy.kind),
                      grouped ? std::to_string(l.partition_size) : "-",

@@ -27,7 +27,7 @@ std::optional<Objective> parse_objective(const std::string& s);
 struct PlanSpec {
   std::vector<std::string> instances;          // default: the scenario's
   std::vector<int> nodes;                      // default: the scenario's
-  std::vector<std::string> strategies;         // default: zero3, mics, hsdp, ddp
+  std::vector<std::string> strategies;         // default: zero3, mics, hsdp, ddp (those the framework runs)
   std::vector<int> partition_sizes;            // default: every valid p
   std::vector<bool> hierarchical = {true};     // for mics groups spanning nodes
   std::vector<int> micro_batches;              // default: the scenario's

@@ -107,6 +107,17 @@ const std::vector<std::string>& framework_names() {
   return names;
 }
 
+std::vector<std::string> framework_kinds(const std::string& family) {
+  std::vector<std::string> kinds;
+  for (const auto& p : all_profiles()) {
+    if (p->family != family) continue;
+    if (p->kinds.empty()) return {};
+    for (const auto& k : p->kinds)
+      if (std::find(kinds.begin(), kinds.end(), k) == kinds.end()) kinds.push_back(k);
+  }
+  return kinds;
+}
+
 std::shared_ptr<const FrameworkProfile> resolve_framework(const std::string& family, const std::string& version,
                                                           const std::string& kind) {
   std::string known;

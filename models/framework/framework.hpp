@@ -54,6 +54,8 @@ struct FrameworkProfile {
 
 // The families a user can name, and the profile for a family at a version ("" = its newest).
 const std::vector<std::string>& framework_names();
+// The strategy kinds some profile of a family runs (empty: every kind).
+std::vector<std::string> framework_kinds(const std::string& family);
 // Throws std::invalid_argument with a message naming the known versions when none matches.
 // The profile lives in the built-in catalog for the whole run.
 // `kind` picks among profiles of one release that differ by strategy (the 2021 MiCS prototype).
