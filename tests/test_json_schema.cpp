@@ -39,6 +39,7 @@ TEST_CASE("every command's JSON validates against its schema in docs/schema") {
   const std::vector<Case> cases = {
       {"simulate", "simulate " + kScenario, dir + ".simulate.json"},
       {"simulate", "simulate " + kScenario + " --engine simgrid --set model.layers=4", dir + ".simulate-simgrid.json"},
+      {"simulate", "simulate " + kScenario + " --set strategy.kind=zero1 --set strategy.framework=internevo", dir + ".simulate-internevo.json"},
       {"plan", "plan " + kScenario + " --nodes 2,4 --refine 1 -q --objective cost --target-tokens 1e10", dir + ".plan.json"},
       {"sweep", "sweep " + kScenario + " --vary cluster.nodes=2,4 --vary strategy.kind=mics,zero3", dir + ".sweep.json"},
       {"collective", "collective --instance p4d.24xlarge --nodes 2 --op all_gather", dir + ".collective.json"},
