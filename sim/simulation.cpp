@@ -291,6 +291,10 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
   }
   r.sources.push_back(fmt::format("model {}: {}", sc.model.name, sc.model.source.empty() ? "inline spec" : sc.model.source));
   r.sources.push_back("collective costs: NCCL tuning.cc latency/protocol model (docs/reference/nccl-and-compute.md §3)");
+  if (sc.strategy.reduce_precision && *sc.strategy.reduce_precision != sc.training.precision)
+    r.sources.push_back(fmt::format("gradient reductions in {} ({} bytes per element on the wire and in the reduction's input "
+                                    "buffer; strategy.reduce_dtype)",
+                                    to_string(*sc.strategy.reduce_precision), bytes_per_element(*sc.strategy.reduce_precision)));
   r.sources.push_back("FLOPs: 6N + 12·L·h·s per token (PaLM convention, non-causal attention, no recompute)");
   r.sources.push_back(r.interval_source);
   r.sources.push_back("activations: Korthikanti et al. 2022 (arXiv 2205.05198), generalised");

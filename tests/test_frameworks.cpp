@@ -186,3 +186,31 @@ TEST_CASE("InternEvo ZeRO-1 in groups (zero1 = 8): optimizer over 8 ranks, 8 bro
   CHECK(ideal.warnings[0].find("zero1 with framework internevo") != std::string::npos);
   CHECK(prepare_simulation(ideal).layout.partition_size == 32);
 }
+
+TEST_CASE("DeepSpeed <= 0.5.4 list-form collectives: each costs n copies of a rank's piece more; 0.5.5+ gathers by _all_gather_base") {
+  const std::vector<std::string> ds = {"strategy.framework=deepspeed", "strategy.version=0.5.4"};
+  std::vector<std::string> flat = ds;
+  flat.push_back("strategy.mechanisms.gather_list_form=false");
+  flat.push_back("strategy.mechanisms.reduce_list_form=false");
+  auto listed = prepare_simulation(scenario("p4d.24xlarge", 4, "gpt2-10b", "zero3", 2, 2 * 32 * 2, ds));
+  auto plain = prepare_simulation(scenario("p4d.24xlarge", 4, "gpt2-10b", "zero3", 2, 2 * 32 * 2, flat));
+  REQUIRE(listed.graph.comm_ops.size() == plain.graph.comm_ops.size());
+  const ComputeModel compute(listed.scenario.cluster.instance.gpu, listed.scenario.training.precision, listed.compute_calibration);
+  int gathers = 0, scatters = 0;
+  for (size_t i = 0; i < listed.graph.comm_ops.size(); ++i) {
+    const CommOp& op = listed.graph.comm_ops[i];
+    const int n = listed.layout.world_group().ranks;  // ZeRO-3: every collective spans the 32 GPUs
+    const double copies = op.list_form ? n * compute.copy_time(op.bytes / n) : 0.0;
+    CHECK(listed.costs.comm[i].time_s == doctest::Approx(plain.costs.comm[i].time_s + copies));
+    gathers += op.list_form && op.op == CollectiveOp::AllGather;
+    scatters += op.list_form && op.op == CollectiveOp::ReduceScatter;
+  }
+  CHECK(gathers > 0);
+  CHECK(scatters > 0);
+  CHECK(run(scenario("p4d.24xlarge", 4, "gpt2-10b", "zero3", 2, 2 * 32 * 2, ds)).iteration_time_s >
+        run(scenario("p4d.24xlarge", 4, "gpt2-10b", "zero3", 2, 2 * 32 * 2, flat)).iteration_time_s);
+  // DeepSpeed 0.5.5-0.5.10 all-gather with _all_gather_base; their reduce-scatters stay list-form.
+  auto later = prepare_simulation(scenario("p4d.24xlarge", 4, "gpt2-10b", "zero3", 2, 2 * 32 * 2,
+                                           {"strategy.framework=deepspeed", "strategy.version=0.5.8"}));
+  for (const auto& op : later.graph.comm_ops) CHECK(op.list_form == (op.op == CollectiveOp::ReduceScatter));
+}

@@ -237,6 +237,7 @@ MegatronRow read_torchtitan_row(const CsvTable& t, const CsvRow& r) {
   if (async_tp && row.tp > 1) par["tp_comm_overlap"] = true;
   y["strategy"]["kind"] = "zero3";
   y["strategy"]["framework"] = "fsdp2";
+  y["strategy"]["reduce_dtype"] = "fp32";  // torchtitan's training.mixed_precision_reduce (9dec370: only "float32")
   YAML::Emitter e;
   e << y;
   row.scenario_yaml = std::string(e.c_str()) + "\n";

@@ -226,6 +226,12 @@ std::vector<CorpusRow> load_training_corpus(const std::string& dir) {
         if (!f("partition_size").empty()) st["partition_size"] = int64_t(num(f("partition_size")));  // InternEvo zero1 = p
       }
       if (fw == "smp") st["kind"] = "mics", st["framework"] = "smp", st["partition_size"] = int64_t(num(f("partition_size")));
+      // Gradient reductions in fp32: torchtitan's FSDP2 MixedPrecisionPolicy(reduce_dtype=float32) at every
+      // commit in the corpus (training.mixed_precision_reduce, only choice "float32"); a file may state it
+      // per row (column reduce_dtype: fp32 | bf16 | fp16, e.g. Composer's mixed_precision DEFAULT = fp32).
+      if (f("software").find("torchtitan") != std::string::npos) st["reduce_dtype"] = "fp32";
+      const std::string rd = f("reduce_dtype");
+      if (rd == "fp32" || rd == "bf16" || rd == "fp16") st["reduce_dtype"] = rd;
       std::smatch vm;
       const std::string software = f("software");
       if (fw == "deepspeed" && std::regex_search(software, vm, std::regex(R"(DeepSpeed[ v]*([0-9]+\.[0-9]+(\.[0-9]+)?))")))
@@ -281,6 +287,9 @@ std::vector<CorpusRow> load_training_corpus(const std::string& dir) {
       tr["logits_kept_through_backward"] = true;  // Composer, as for the llm-foundry rows above
       y["strategy"]["kind"] = "zero3";
       y["strategy"]["framework"] = "fsdp1";
+      // Composer's FSDP mixed_precision (mosaic_fsdp_utils.get_mixed_precision at v0.17.2): DEFAULT
+      // reduces in fp32, PURE in the training precision.
+      y["strategy"]["reduce_dtype"] = f("MP Mode") == "DEFAULT" ? "fp32" : "bf16";
       YAML::Emitter e;
       e << y;
       row.scenario_yaml = std::string(e.c_str()) + "\n";

@@ -32,7 +32,7 @@ FrameworkProfile parse_profile(const std::string& name, const YamlNode& n) {
     for (const auto& item : k->items()) p.kinds.push_back(item.as_string());
   YamlNode g = n.at("gather");
   g.check_keys({"granularity", "persistence_threshold", "prefetch_units", "prefetch_tensors", "device_sync", "sync_per_collective",
-                "max_inflight", "keep_across_turn", "copy_out"});
+                "max_inflight", "keep_across_turn", "copy_out", "list_form"});
   p.gather = parse_granularity(g.at("granularity"));
   p.persistence_threshold = g.at("persistence_threshold").as_double_in(0, 1e12);
   p.prefetch_units = int(g.at("prefetch_units").as_int_in(-1, 64));
@@ -42,12 +42,14 @@ FrameworkProfile parse_profile(const std::string& name, const YamlNode& n) {
   p.max_inflight = int(g.at("max_inflight").as_int_in(0, 64));
   p.keep_across_turn = g.at("keep_across_turn").as_bool();
   p.copy_out = g.at("copy_out").as_double_in(0, 4);
+  if (auto v = g.get("list_form")) p.gather_list_form = v->as_bool();
   YamlNode r = n.at("reduce");
-  r.check_keys({"granularity", "bucket_host_wait", "bucket_copy", "hsdp_allreduce_every_microstep", "collective"});
+  r.check_keys({"granularity", "bucket_host_wait", "bucket_copy", "hsdp_allreduce_every_microstep", "collective", "list_form"});
   p.reduce = parse_granularity(r.at("granularity"));
   p.bucket_host_wait = r.at("bucket_host_wait").as_bool();
   p.bucket_copy = r.at("bucket_copy").as_double_in(0, 4);
   p.hsdp_allreduce_every_microstep = r.at("hsdp_allreduce_every_microstep").as_bool();
+  if (auto v = r.get("list_form")) p.reduce_list_form = v->as_bool();
   if (auto c = r.get("collective")) p.grad_all_reduce = c->as_choice({"reduce_scatter", "all_reduce"}) == "all_reduce";
   if (auto st = n.get("step")) {
     st->check_keys({"param_sync"});

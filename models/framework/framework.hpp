@@ -29,11 +29,16 @@ struct FrameworkProfile {
   int max_inflight = 0;
   bool keep_across_turn = true;
   double copy_out = 0;
+  // List-form collectives (torch.distributed.all_gather / reduce_scatter with a list of world_size
+  // tensors): ProcessGroupNCCL stages them through one flat buffer and copies each rank's piece out
+  // (all-gather) or in (reduce-scatter) with its own copy_ on the NCCL stream: n copies per collective.
+  bool gather_list_form = false;
   // Reduce
   Granularity reduce = Granularity::Bucket;
   bool bucket_host_wait = false;
   double bucket_copy = 0;
   bool hsdp_allreduce_every_microstep = false;
+  bool reduce_list_form = false;  // see gather_list_form
   // ZeRO-1 gradients: each bucket all-reduced over the data-parallel group (every rank keeps the whole
   // reduced gradient and reads its shard) instead of reduce-scattered (InternEvo's reduce_tensor).
   bool grad_all_reduce = false;

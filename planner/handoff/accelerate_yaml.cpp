@@ -73,7 +73,8 @@ std::string accelerate_yaml(const Scenario& sc, std::vector<std::string>* notes)
     note("MiCS's deferred all-reduce (reduce-scatter every micro-step, all-reduce once) has no accelerate key; how "
          "accelerator.accumulate() syncs HSDP gradients was not checked");
   if (s.kind == StrategyKind::MiCS && l.hierarchical) note("no hierarchical all-gather: MiCS becomes HSDP");
-  if (sc.training.precision == Precision::BF16) note("mixed_precision bf16 also reduces gradients in bf16 (micsim assumed the training precision)");
+  if (sc.training.precision == Precision::BF16 && s.reduce_precision && *s.reduce_precision != Precision::BF16)
+    note("mixed_precision bf16 also reduces gradients in bf16, not in the simulated strategy.reduce_dtype");
   std::string head = fmt::format("# accelerate {} config written by micsim {} for {} x {} ({} GPUs), {} {}.\n"
                                  "# Launch on each node: accelerate launch --config_file accelerate.yaml --machine_rank RANK train.py\n",
                                  kHandoffAccelerate, MICSIM_VERSION, sc.cluster.nodes, sc.cluster.instance.name, l.world,

@@ -44,6 +44,10 @@ DeepSpeedHandoff deepspeed_handoff(const Scenario& sc) {
     if (!s.two_hop_sync)
       out.notes.push_back("DeepSpeed's MiCS always syncs gradients in two hops; the simulated one-hop sync has no switch");
   }
+  // The gradient reductions' precision when the scenario sets one (DeepSpeed's default, null, is the
+  // training precision: deepspeed/runtime/config.py get_communication_data_type).
+  if (s.reduce_precision) j["communication_data_type"] = *s.reduce_precision == Precision::FP32 ? "fp32"
+                                                         : *s.reduce_precision == Precision::FP16 ? "fp16" : "bf16";
   if (s.kind != StrategyKind::DDP) {
     z["overlap_comm"] = true;
     z["contiguous_gradients"] = s.contiguous_gradients;
@@ -155,6 +159,14 @@ DeepSpeedOverrides parse_deepspeed_config(const std::string& text, const std::st
     else if (!a.is_null() && !(a.is_object() && a.empty()))
       fail("activation_checkpointing", fmt::format("expected an object (DeepSpeed's checkpointing settings) or true/false, got {}", shorten_for_message(a.dump())));
   }
+  if (j.contains("communication_data_type") && !j["communication_data_type"].is_null()) {
+    const auto& c = j["communication_data_type"];
+    std::string t = c.is_string() ? c.get<std::string>() : "";
+    for (auto& ch : t) ch = char(std::tolower(static_cast<unsigned char>(ch)));  // DeepSpeed lower-cases it
+    if (t != "fp32" && t != "fp16" && t != "bf16")
+      fail("communication_data_type", fmt::format("expected \"fp32\", \"fp16\" or \"bf16\", got {}", shorten_for_message(c.dump())));
+    set("communication_data_type", "strategy.reduce_dtype=" + t);
+  }
   if (j.contains("zero_optimization")) {
     const auto& z = j["zero_optimization"];
     if (!z.is_object()) fail("zero_optimization", "expected an object");
@@ -192,7 +204,8 @@ DeepSpeedOverrides parse_deepspeed_config(const std::string& text, const std::st
     }
   }
   static const std::vector<std::string> top = {"train_micro_batch_size_per_gpu", "train_batch_size", "gradient_accumulation_steps",
-                                               "fp16", "bf16", "optimizer", "activation_checkpointing", "zero_optimization"};
+                                               "fp16", "bf16", "optimizer", "activation_checkpointing", "zero_optimization",
+                                               "communication_data_type"};
   for (auto it = j.begin(); it != j.end(); ++it)
     if (std::find(top.begin(), top.end(), it.key()) == top.end()) out.ignored.push_back(it.key());
   return out;

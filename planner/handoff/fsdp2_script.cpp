@@ -275,7 +275,8 @@ std::string fsdp2_script(const Scenario& sc, const SimulationResult* predicted) 
       {"@ACCUMULATION@", std::to_string(sc.grad_accumulation_steps())},
       {"@SEQ_LEN@", std::to_string(sc.training.seq_len)},
       {"@PARAM_DTYPE@", dtype_name(p)},
-      {"@REDUCE_DTYPE@", "float32"},
+      // The reduction precision micsim simulated (strategy.reduce_dtype; unset = the training precision).
+      {"@REDUCE_DTYPE@", dtype_name(s.reduce_precision.value_or(p))},
       {"@RESHARD@", reshard ? "True" : "False"},
       {"@DEFER@", defer ? "True" : "False"},
       {"@CHECKPOINT_EVERY@", std::to_string(every)},

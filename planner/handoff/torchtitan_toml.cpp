@@ -77,6 +77,10 @@ std::string torchtitan_toml(const Scenario& sc, std::vector<std::string>* notes)
   std::string mp = "bfloat16";
   if (sc.training.precision == Precision::FP32) mp = "float32";
   if (sc.training.precision == Precision::FP16) note("fp16 is not a choice of training.mixed_precision_param (bfloat16 | float32): written as bfloat16");
+  // torchtitan reduces gradients in float32 only (training.mixed_precision_reduce: Literal["float32"]).
+  if (s.reduce_precision.value_or(sc.training.precision) != Precision::FP32)
+    note("torchtitan reduces gradients in float32 (its only mixed_precision_reduce); the plan was simulated with 16-bit "
+         "reductions: simulate with strategy.reduce_dtype=fp32 to predict this run");
   if (sc.training.fp8)
     note("fp8: torchtitan's float8 training is a model converter ([quantize.linear.float8]); add it as its docs say for v0.2.2");
   std::string ac = "none", ac_option;

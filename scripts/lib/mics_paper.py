@@ -45,6 +45,7 @@ ABLATION = [
     ("per-parameter reduce-scatter + bucket waits", ["strategy.mechanisms.reduce_granularity=bucket", "strategy.mechanisms.bucket_host_wait=false"]),
     ("380 us host launch per collective", ["strategy.mechanisms.host_per_collective_us=0"]),
     ("synchronize before each all-gather", ["strategy.mechanisms.sync_per_collective=false"]),
+    ("list-form collectives (a copy per rank's piece)", ["strategy.mechanisms.gather_list_form=false", "strategy.mechanisms.reduce_list_form=false"]),
 ]
 
 

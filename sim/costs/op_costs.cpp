@@ -27,6 +27,14 @@ OpCosts cost_operations(const TaskGraph& g, const Workload& w, const ParallelLay
     cc.estimate = collectives.estimate(op.op, op.bytes / op.coalesced, layout);
     // A coalesced group call of k equal collectives: k latencies, k times the bytes.
     cc.time_s = cc.estimate.time_s * op.coalesced + op.serial_host_s;
+    // A list-form collective copies each of the group's n pieces between the user's tensors and the
+    // flat buffer, one copy kernel per piece on the NCCL stream, before (reduce-scatter) or after
+    // (all-gather) the NCCL kernel: part of the collective, as its latency is.
+    if (op.list_form && layout.ranks > 1) {
+      const double copies = layout.ranks * compute.copy_time(op.bytes / layout.ranks);
+      cc.time_s += copies;
+      cc.estimate.latency_s += copies / op.coalesced;
+    }
     cc.estimate.bytes = op.bytes;
     cc.estimate.time_s = cc.time_s;
     cc.estimate.latency_s *= op.coalesced;

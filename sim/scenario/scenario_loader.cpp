@@ -202,7 +202,8 @@ void parse_framework(const YamlNode& n, StrategySpec& s) {
   // strategy.mechanisms: what-if changes to the profile ("DeepSpeed 0.5 without the synchronize").
   if (auto m = n.get("mechanisms")) {
     m->check_keys({"gather_granularity", "prefetch_units", "prefetch_tensors", "device_sync", "sync_per_collective", "max_inflight",
-                   "copy_out", "reduce_granularity", "bucket_host_wait", "bucket_copy", "host_per_unit_us", "host_per_collective_us"});
+                   "copy_out", "reduce_granularity", "bucket_host_wait", "bucket_copy", "host_per_unit_us", "host_per_collective_us",
+                   "gather_list_form", "reduce_list_form"});
     auto f = std::make_shared<FrameworkProfile>(*s.framework);
     auto granularity = [](const YamlNode& v) {
       const std::string g = v.as_choice({"unit", "tensor", "bucket"});
@@ -215,6 +216,8 @@ void parse_framework(const YamlNode& n, StrategySpec& s) {
     if (auto v = m->get("sync_per_collective")) f->sync_per_collective = v->as_bool();
     if (auto v = m->get("max_inflight")) f->max_inflight = int(v->as_int_in(0, 64));
     if (auto v = m->get("copy_out")) f->copy_out = v->as_double_in(0, 4);
+    if (auto v = m->get("gather_list_form")) f->gather_list_form = v->as_bool();
+    if (auto v = m->get("reduce_list_form")) f->reduce_list_form = v->as_bool();
     if (auto v = m->get("reduce_granularity")) f->reduce = granularity(*v);
     if (auto v = m->get("bucket_host_wait")) f->bucket_host_wait = v->as_bool();
     if (auto v = m->get("bucket_copy")) f->bucket_copy = v->as_double_in(0, 4);
@@ -305,7 +308,7 @@ ModelParallelism parse_parallelism(const YamlNode& n, const ClusterSpec& c, cons
 StrategySpec parse_strategy(const YamlNode& n, const ClusterSpec& c, const ModelParallelism& mp, std::vector<std::string>& warnings) {
   n.check_keys({"kind", "partition_size", "hierarchical_allgather", "two_hop_sync", "reduce_bucket_size",
                 "prefetch_bucket_size", "max_live_parameters", "framework", "version", "persistence_threshold",
-                "contiguous_gradients", "mechanisms"});
+                "contiguous_gradients", "mechanisms", "reduce_dtype"});
   StrategySpec s;
   YamlNode kind = n.at("kind");
   // `fsdp` is FSDP FULL_SHARD / ZeRO-3: sharding over the whole data-parallel dimension.
@@ -356,6 +359,12 @@ StrategySpec parse_strategy(const YamlNode& n, const ClusterSpec& c, const Model
   if (auto v = n.get("reduce_bucket_size")) s.reduce_bucket_elements = v->as_double_in(1e3, 1e12);
   if (auto v = n.get("prefetch_bucket_size")) s.prefetch_bucket_elements = v->as_double_in(0, 1e12);
   if (auto v = n.get("max_live_parameters")) s.max_live_parameters = v->as_double_in(1, 1e13);
+  // reduce_dtype: FSDP MixedPrecision(Policy).reduce_dtype (torchtitan's default float32; Composer's
+  // mixed_precision DEFAULT is fp32, PURE the training precision).
+  if (auto v = n.get("reduce_dtype")) {
+    const std::string r = v->as_choice({"fp32", "bf16", "fp16"});
+    s.reduce_precision = r == "fp32" ? Precision::FP32 : r == "fp16" ? Precision::FP16 : Precision::BF16;
+  }
   parse_framework(n, s);
   return s;
 }

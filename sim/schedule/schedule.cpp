@@ -62,6 +62,7 @@ class Builder {
                          : in.micro_steps;
     g_.units = static_cast<int>(w_.units.size());
     pe_ = bytes_per_element(w_.options.precision);
+    reduce_pe_ = in.strategy.reduce_precision ? bytes_per_element(*in.strategy.reduce_precision) : pe_;
     host_ = fw_.models_host();
     persistence_ = in.strategy.persistence_threshold >= 0 ? in.strategy.persistence_threshold : fw_.persistence_threshold;
   }
@@ -238,6 +239,7 @@ class Builder {
   const FrameworkProfile& fw_;
   TaskGraph g_;
   double pe_ = 2;
+  double reduce_pe_ = 2;  // bytes per gradient element on the wire (strategy.reduce_dtype)
   bool host_ = false;
   double persistence_ = 0;
   double persistent_elems_ = 0;  // per step, tensor granularity
@@ -432,7 +434,7 @@ class Builder {
     const ParallelLayout& l = in_.layout;
     if (!l.hierarchical) {
       return add_task(TaskKind::ParamAllGather, StreamId::Gather, unit, m, deps,
-                      comm_index({CollectiveOp::AllGather, GroupKind::Partition, bytes, 1, serial}));
+                      comm_index({CollectiveOp::AllGather, GroupKind::Partition, bytes, 1, serial, fw_.gather_list_form}));
     }
     const int k = l.partition_group_nodes(), g = l.gpus_per_node;
     int64_t inter = add_task(TaskKind::ParamGatherInter, StreamId::Gather, unit, m, deps,
@@ -453,15 +455,16 @@ class Builder {
     // The collectives of one reduction: one for the bucket, or one per parameter tensor (DeepSpeed <= 0.5).
     std::vector<double> parts;
     if (fw_.reduce == Granularity::Tensor) {
-      for (int64_t t : tensors) parts.push_back(pe_ * double(t));
+      for (int64_t t : tensors) parts.push_back(reduce_pe_ * double(t));
     } else {
-      parts.push_back(pe_ * elems);
+      parts.push_back(reduce_pe_ * elems);
     }
     // A bucket flush waits (on the host) for the previous bucket's reduction.
     if (fw_.bucket_host_wait && prev_reduce_ >= 0) pending_host_wait_ = prev_reduce_;
     const double serial = fw_.sync_per_collective ? fw_.host_per_collective_s : 0.0;
     auto reduce = [&](TaskKind tk, CollectiveOp op, GroupKind grp, double b, uint32_t dep) {
-      int64_t t = add_task(tk, StreamId::Reduce, -1, m, {dep}, comm_index({op, grp, b, 1, serial}));
+      const bool list_form = fw_.reduce_list_form && op == CollectiveOp::ReduceScatter;
+      int64_t t = add_task(tk, StreamId::Reduce, -1, m, {dep}, comm_index({op, grp, b, 1, serial, list_form}));
       if (last) last_reduce.push_back(uint32_t(t));
       prev_reduce_ = t;
       return uint32_t(t);
@@ -496,7 +499,7 @@ class Builder {
     if ((kind == StrategyKind::MiCS || kind == StrategyKind::HSDP) && l.replication_size > 1) {
       const bool deferred = in_.strategy.two_hop_sync && !fw_.hsdp_allreduce_every_microstep;
       if (deferred ? last : true)
-        reduce(TaskKind::GradAllReduce, CollectiveOp::AllReduce, GroupKind::Replication, pe_ * elems / l.partition_size, last_rs);
+        reduce(TaskKind::GradAllReduce, CollectiveOp::AllReduce, GroupKind::Replication, reduce_pe_ * elems / l.partition_size, last_rs);
     }
   }
 };

@@ -52,8 +52,10 @@ struct CommOp {
   double bytes = 0;        // nccl-tests convention (whole gathered buffer / whole input / buffer)
   int coalesced = 1;       // sub-operations issued in one group call (hierarchical step 3: k)
   double serial_host_s = 0;  // host time that must pass before it starts (launch after a device synchronize)
+  bool list_form = false;    // staged through a flat buffer: one device copy per rank's piece (FrameworkProfile)
   bool operator==(const CommOp& o) const {
-    return op == o.op && group == o.group && bytes == o.bytes && coalesced == o.coalesced && serial_host_s == o.serial_host_s;
+    return op == o.op && group == o.group && bytes == o.bytes && coalesced == o.coalesced && serial_host_s == o.serial_host_s &&
+           list_form == o.list_form;
   }
 };
 

@@ -38,6 +38,9 @@ struct StrategySpec {
   std::string framework_version;         // as the user gave it ("" = the family's newest)
   bool contiguous_gradients = true;      // DeepSpeed: false reduces with flatten + all-reduce (2x bytes)
   double persistence_threshold = -1;     // stage3_param_persistence_threshold (elements); -1 = the framework's
+  // Gradient reductions (reduce-scatter, replication and DDP all-reduces) in this precision, as FSDP's
+  // MixedPrecision(Policy).reduce_dtype sets it; unset = the training precision (16-bit gradients).
+  std::optional<Precision> reduce_precision;
 };
 
 // Where the ranks of each kind of group sit. Groups are contiguous: partition groups
