@@ -463,7 +463,9 @@ class Builder {
     if (fw_.bucket_host_wait && prev_reduce_ >= 0) pending_host_wait_ = prev_reduce_;
     const double serial = fw_.sync_per_collective ? fw_.host_per_collective_s : 0.0;
     auto reduce = [&](TaskKind tk, CollectiveOp op, GroupKind grp, double b, uint32_t dep) {
-      const bool list_form = fw_.reduce_list_form && op == CollectiveOp::ReduceScatter;
+      // List-form reduce-scatters are DeepSpeed's stage-3 path (partition_parameters.py): strategies that
+      // gather parameters; its ZeRO-1/2 optimizer reduces another way (stage2.py).
+      const bool list_form = fw_.reduce_list_form && op == CollectiveOp::ReduceScatter && in_.sharding.gathers_parameters;
       int64_t t = add_task(tk, StreamId::Reduce, -1, m, {dep}, comm_index({op, grp, b, 1, serial, list_form}));
       if (last) last_reduce.push_back(uint32_t(t));
       prev_reduce_ = t;
