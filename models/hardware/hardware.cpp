@@ -23,6 +23,12 @@ const char* to_string(Precision p) {
   return "?";
 }
 
+std::optional<Precision> parse_precision(const std::string& s) {
+  for (auto p : {Precision::FP16, Precision::BF16, Precision::FP32})
+    if (s == to_string(p)) return p;
+  return std::nullopt;
+}
+
 const char* to_string(NcclAlgorithm a) {
   switch (a) {
     case NcclAlgorithm::Ring: return "ring";

@@ -13,6 +13,7 @@ const char* to_string(GpuArch a);
 
 enum class Precision { FP16, BF16, FP32 };
 const char* to_string(Precision p);
+std::optional<Precision> parse_precision(const std::string& s);  // "fp16" | "bf16" | "fp32"
 inline int bytes_per_element(Precision p) { return p == Precision::FP32 ? 4 : 2; }
 
 struct GpuSpec {

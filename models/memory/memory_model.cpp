@@ -166,7 +166,7 @@ MemoryEstimate estimate_memory(const Workload& w, const ShardingSpec& s, const A
   const double bucket = std::min(s.grad_bucket_elements, psi);
   // The reduction's input is cast to the reduce precision (FSDP2 foreach_reduce copies the unsharded
   // gradient into an fp32 buffer when reduce_dtype is fp32).
-  const double rpe = s.grad_bucket_bytes_per_element > 0 ? s.grad_bucket_bytes_per_element : pe;
+  const double rpe = s.reduce_element_bytes(pe);
   auto grad_buffer_bytes = [&](bool gathers) { return rpe * std::max(bucket, gathers ? largest_unit : 0.0) * s.grad_buckets_in_flight; };
   if (s.gathers_parameters) m.gathered_params_bytes = pe * live_params;
   m.grad_buffer_bytes = grad_buffer_bytes(s.gathers_parameters);

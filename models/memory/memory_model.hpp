@@ -20,7 +20,10 @@ struct ShardingSpec {
   double max_live_parameters = 1e9;   // DeepSpeed stage3_max_live_parameters (elements)
   double grad_bucket_elements = 5e8;  // gradient elements buffered before a reduction
   int grad_buckets_in_flight = 1;
-  int grad_bucket_bytes_per_element = 0;  // the reduction's input precision (0 = the training precision)
+  int reduce_bytes_per_element = 0;  // gradient reductions' precision (strategy.reduce_dtype; 0 = the training precision)
+  double reduce_element_bytes(double training_bytes) const {
+    return reduce_bytes_per_element > 0 ? reduce_bytes_per_element : training_bytes;
+  }
   // torchtitan's FSDP2 under pipeline parallelism keeps parameters unsharded from the first forward to
   // the step's end (reshard_after_forward "default" = not pp_enabled) and accumulates unsharded
   // gradients in fp32 until the last micro-batch: the whole stage's parameters and gradients are held.

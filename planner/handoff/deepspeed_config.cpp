@@ -46,8 +46,7 @@ DeepSpeedHandoff deepspeed_handoff(const Scenario& sc) {
   }
   // The gradient reductions' precision when the scenario sets one (DeepSpeed's default, null, is the
   // training precision: deepspeed/runtime/config.py get_communication_data_type).
-  if (s.reduce_precision) j["communication_data_type"] = *s.reduce_precision == Precision::FP32 ? "fp32"
-                                                         : *s.reduce_precision == Precision::FP16 ? "fp16" : "bf16";
+  if (s.reduce_precision) j["communication_data_type"] = to_string(*s.reduce_precision);
   if (s.kind != StrategyKind::DDP) {
     z["overlap_comm"] = true;
     z["contiguous_gradients"] = s.contiguous_gradients;

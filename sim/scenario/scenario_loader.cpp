@@ -128,7 +128,7 @@ TrainingSpec parse_training(const YamlNode& n, const GpuSpec& gpu) {
     std::string s = p->as_choice({"fp16", "bf16", "fp32", "fp8"});
     // fp8: the blocks' GEMMs in FP8 with dynamic scaling; parameters, activations and the rest in bf16.
     t.fp8 = s == "fp8";
-    t.precision = s == "fp16" ? Precision::FP16 : s == "fp32" ? Precision::FP32 : Precision::BF16;
+    t.precision = t.fp8 ? Precision::BF16 : *parse_precision(s);
     if (t.fp8 && gpu.peak_fp8_flops <= 0)
       p->fail(fmt::format("fp8 needs FP8 tensor cores (Hopper or newer); {} has none", gpu.name));
     if (!gpu.supports(t.precision))
@@ -361,10 +361,7 @@ StrategySpec parse_strategy(const YamlNode& n, const ClusterSpec& c, const Model
   if (auto v = n.get("max_live_parameters")) s.max_live_parameters = v->as_double_in(1, 1e13);
   // reduce_dtype: FSDP MixedPrecision(Policy).reduce_dtype (torchtitan's default float32; Composer's
   // mixed_precision DEFAULT is fp32, PURE the training precision).
-  if (auto v = n.get("reduce_dtype")) {
-    const std::string r = v->as_choice({"fp32", "bf16", "fp16"});
-    s.reduce_precision = r == "fp32" ? Precision::FP32 : r == "fp16" ? Precision::FP16 : Precision::BF16;
-  }
+  if (auto v = n.get("reduce_dtype")) s.reduce_precision = parse_precision(v->as_choice({"fp32", "bf16", "fp16"}));
   parse_framework(n, s);
   return s;
 }

@@ -62,7 +62,7 @@ class Builder {
                          : in.micro_steps;
     g_.units = static_cast<int>(w_.units.size());
     pe_ = bytes_per_element(w_.options.precision);
-    reduce_pe_ = in.strategy.reduce_precision ? bytes_per_element(*in.strategy.reduce_precision) : pe_;
+    reduce_pe_ = in.sharding.reduce_element_bytes(pe_);
     host_ = fw_.models_host();
     persistence_ = in.strategy.persistence_threshold >= 0 ? in.strategy.persistence_threshold : fw_.persistence_threshold;
   }

@@ -91,7 +91,7 @@ ShardingSpec make_sharding(const StrategySpec& s, const ParallelLayout& l, const
   const double block = double(w.rank_block_params);
   sh.prefetch_units = std::max(1, int(std::floor(s.prefetch_bucket_elements / std::max(1.0, block))));
   sh.max_live_parameters = s.max_live_parameters;
-  if (s.reduce_precision) sh.grad_bucket_bytes_per_element = bytes_per_element(*s.reduce_precision);
+  if (s.reduce_precision) sh.reduce_bytes_per_element = bytes_per_element(*s.reduce_precision);
   if (s.kind == StrategyKind::HSDP) {
     sh.grad_bucket_elements = block;  // FSDP reduces one unit's unsharded gradient at a time
     sh.grad_buckets_in_flight = 2;
