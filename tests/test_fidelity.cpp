@@ -10,6 +10,7 @@
 #include "models/hardware/catalog.hpp"
 #include "models/memory/memory_model.hpp"
 #include "sim/des/simulate_simgrid.hpp"
+#include "validation/prediction_interval.hpp"
 #include "validation/training_corpus.hpp"
 
 using namespace micsim;
@@ -143,10 +144,34 @@ TEST_CASE("error bands: every result carries a 90 % interval around its predicti
   CHECK(b.q95 > 0);
 }
 
+TEST_CASE("prediction interval: the random-effects interval of a new source's row, in closed form") {
+  // Four sources of two rows each, at their means -0.10, 0, 0, +0.10 +/- 0.05: the scatter inside a
+  // source is sigma^2 = 0.005 (sample variance of +/-0.05), each mean's own variance sigma^2 / 2 =
+  // 0.0025; the means' sample variance is 0.02 / 3, so tau^2 = 0.02/3 - 0.0025; Var(mu) = (tau^2 +
+  // 0.0025) / 4; t(0.95; 2) = 2.919986 (Student's t table).
+  const RandomEffectsInterval r = random_effects_interval({{-0.15, -0.05}, {-0.05, 0.05}, {-0.05, 0.05}, {0.05, 0.15}}, 0.9);
+  const double tau2 = 0.02 / 3 - 0.0025, var_mu = (tau2 + 0.0025) / 4;
+  CHECK(r.groups == 4);
+  CHECK(r.mu == doctest::Approx(0.0));
+  CHECK(r.tau == doctest::Approx(std::sqrt(tau2)));
+  CHECK(r.sigma == doctest::Approx(std::sqrt(0.005)));
+  CHECK(r.t == doctest::Approx(2.919986).epsilon(1e-5));
+  CHECK(r.high == doctest::Approx(2.919986 * std::sqrt(tau2 + var_mu + 0.005)).epsilon(1e-5));
+  CHECK(r.low == doctest::Approx(-r.high));
+  // Sources that agree (no spread between their means beyond what their own scatter explains) leave
+  // only the scatter within one: tau = 0.
+  CHECK(random_effects_interval({{-0.1, 0.1}, {-0.1, 0.1}, {-0.1, 0.1}}).tau == 0.0);
+  // A wider between-source spread never narrows the interval.
+  const RandomEffectsInterval wide = random_effects_interval({{-0.25, -0.15}, {-0.05, 0.05}, {-0.05, 0.05}, {0.15, 0.25}});
+  CHECK(wide.high > r.high);
+  CHECK_THROWS(random_effects_interval({{0.1}, {0.2}}));  // k - 2 degrees of freedom: three groups at least
+}
+
 TEST_CASE("error bands: every source group weighs the same, and a band is checked on groups it was not made from") {
   // One large source (100 rows, all +10 %) and nine small ones (a row each, -20 % ... +20 %): with rows
-  // weighing the same the band would be the large source's +10 % alone; with sources weighing the same
-  // it spans the small sources' spread.
+  // weighing the same the band would sit on the large source's +10 %; with sources weighing the same
+  // its centre is the mean of the ten sources' means (+1 %) and its width their spread: tau^2 = the
+  // means' sample variance 0.159 / 9 (no scatter inside any source), t(0.95; 8) = 1.859548.
   std::deque<CorpusRow> rows;
   std::vector<CorpusPrediction> preds;
   auto add = [&](const std::string& group, GpuArch arch, double error) {
@@ -163,25 +188,37 @@ TEST_CASE("error bands: every source group weighs the same, and a band is checke
   CHECK(bands[0].gpu_generation == "all");
   CHECK(bands[0].rows == 109);
   CHECK(bands[0].sources == 10);
-  CHECK(bands[0].q05 == doctest::Approx(-0.20));
-  CHECK(bands[0].q95 == doctest::Approx(0.20));
-  // With a lower threshold the Hopper class gets its own band, from its nine sources only.
+  const double half10 = 1.859548 * std::sqrt(0.159 / 9 * (1 + 1.0 / 10));
+  CHECK(bands[0].q05 == doctest::Approx(0.01 - half10).epsilon(1e-5));
+  CHECK(bands[0].q95 == doctest::Approx(0.01 + half10).epsilon(1e-5));
+  // With a lower threshold the Hopper class gets its own band, from its nine sources only: centred on
+  // 0, tau^2 = 0.15 / 8, t(0.95; 7) = 1.894579.
   bands = error_bands(preds, 9);
   REQUIRE(bands.size() == 3);  // hopper/sharded, hopper/all, all/all
   CHECK(bands[0].gpu_generation == "hopper");
   CHECK(bands[0].sources == 9);
-  CHECK(bands[0].q05 == doctest::Approx(-0.20));
-  CHECK(bands[0].q95 == doctest::Approx(0.20));
-  // Coverage: the large source's +10 % rows lie inside the small sources' band; each small source is
-  // checked against a band made of the others (the two extremes fall outside theirs).
+  const double half9 = 1.894579 * std::sqrt(0.15 / 8 * (1 + 1.0 / 9));
+  CHECK(bands[0].q05 == doctest::Approx(-half9).epsilon(1e-5));
+  CHECK(bands[0].q95 == doctest::Approx(half9).epsilon(1e-5));
+  // Coverage: each source is checked against a band made of the others. The large source's +10 % rows
+  // lie inside the small sources' band; a source far from all the others (+90 %) falls outside the
+  // band the other nine make, though its own presence widens theirs.
   BandCoverage c = band_coverage(preds, 10);
   CHECK(c.rows == 109);
   CHECK(c.groups.size() == 10);
   int outside = 0;
   for (const auto& g : c.groups) outside += g.rows - g.inside;
-  CHECK(outside == 2);
-  CHECK(c.row_coverage == doctest::Approx(107.0 / 109));
-  CHECK(c.per_source == doctest::Approx(8.0 / 10));
+  CHECK(outside == 0);
+  rows.clear(), preds.clear();
+  for (int i = 0; i < 100; ++i) add("large", GpuArch::Ampere, 0.10);
+  for (int i = 0; i < 8; ++i) add("small" + std::to_string(i), GpuArch::Hopper, -0.20 + 0.05 * i);
+  add("far", GpuArch::Hopper, 0.90);
+  c = band_coverage(preds, 10);
+  outside = 0;
+  for (const auto& g : c.groups) outside += g.rows - g.inside;
+  CHECK(outside == 1);
+  CHECK(c.row_coverage == doctest::Approx(108.0 / 109));
+  CHECK(c.per_source == doctest::Approx(9.0 / 10));
 
   // The spread inside a stack: each row less its group's mean, groups of one row left out (their
   // deviation is zero by construction and would narrow it). Two groups of two rows at ±10 % and ±20 %

@@ -18,6 +18,7 @@
 #include "models/io/input_file.hpp"
 #include "validation/collective_validation.hpp"
 #include "validation/least_squares.hpp"
+#include "validation/prediction_interval.hpp"
 
 namespace micsim {
 
@@ -463,6 +464,16 @@ std::vector<ErrorBand> error_bands(const std::vector<CorpusPrediction>& preds, i
         within.emplace_back(p->error() - mean[p->row->source_group], 1.0 / per_source[p->row->source_group]);
     ErrorBand b{key.first, key.second, int(ps.size()), int(per_source.size()), weighted_quantile(weighted, 0.05),
                 weighted_quantile(weighted, 0.95)};
+    // A new source's row: the random-effects interval (between-source and within-source spread), once
+    // there are enough groups to estimate the between-source part; quantiles below that.
+    if (per_source.size() >= 3) {
+      std::map<std::string, std::vector<double>> errors;
+      for (const auto* p : ps) errors[p->row->source_group].push_back(p->error());
+      std::vector<std::vector<double>> groups;
+      for (auto& [g, v] : errors) groups.push_back(std::move(v));
+      const RandomEffectsInterval re = random_effects_interval(groups, 0.9);
+      b.q05 = re.low, b.q95 = re.high;
+    }
     b.rel_q05 = within.empty() ? b.q05 : weighted_quantile(within, 0.05);
     b.rel_q95 = within.empty() ? b.q95 : weighted_quantile(within, 0.95);
     out.push_back(b);
@@ -476,10 +487,12 @@ std::vector<ErrorBand> error_bands(const std::vector<CorpusPrediction>& preds, i
 }
 
 std::string error_bands_yaml(const std::vector<ErrorBand>& bands, const std::string& source, int min_sources) {
-  std::string y = "# 90 % prediction intervals of micsim's step time and throughput: the 5th and 95th percentiles of\n"
-                  "# predicted/published - 1 over the training corpus, every row predicted with constants fitted on the\n"
-                  "# other source groups (leave one source out), every source group weighing the same in a band;\n"
-                  "# rel_q05/rel_q95: the same for each row's error less its group's mean (the spread inside one stack).\n"
+  std::string y = "# 90 % prediction intervals of micsim's step time and throughput for a run of a new source: the\n"
+                  "# random-effects interval (mean of the source groups' mean errors +/- t(0.95; k-2) x the between- and\n"
+                  "# within-source spread; validation/prediction_interval.hpp) of predicted/published - 1 over the\n"
+                  "# training corpus, every row predicted with constants fitted on the other source groups (leave one\n"
+                  "# source out), every source group weighing the same;\n"
+                  "# rel_q05/rel_q95: 5th and 95th percentiles of each row's error less its group's mean (the spread inside one stack).\n"
                   "# Generated: do not edit; regenerate with\n"
                   "#   micsim validate --corpus validation/data/training-corpus --leave-one-source-out --write-bands FILE\n";
   YAML::Emitter e;

@@ -77,11 +77,11 @@ struct HeldOutCorpus {
 };
 HeldOutCorpus held_out_corpus(const std::vector<CorpusRow>& rows, const CorpusConstants& start, int threads = 0);
 
-// 90 % bands (5th and 95th percentiles of predicted/published - 1) per GPU generation and strategy
-// family, from held-out predictions, every source group weighing the same; classes whose rows come
-// from fewer than `min_sources` source groups fall back to coarser ones. Ten: with equally weighted
-// sources, the 5th and 95th percentiles fall between sources only from ten on; below that a class's
-// band would be its single most extreme source.
+// 90 % bands of predicted/published - 1 per GPU generation and strategy family, from held-out
+// predictions, every source group weighing the same: the random-effects interval of a new source's row
+// (validation/prediction_interval.hpp); classes whose rows come from fewer than `min_sources` source
+// groups fall back to coarser ones. Ten: the between-source spread is estimated from the groups' means,
+// and from fewer than ten it is too uncertain to tell one class from another.
 std::vector<ErrorBand> error_bands(const std::vector<CorpusPrediction>& held_out, int min_sources = 10);
 // The bands as models/catalog/error_bands.yaml holds them.
 std::string error_bands_yaml(const std::vector<ErrorBand>& bands, const std::string& source, int min_sources);

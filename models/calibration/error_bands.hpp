@@ -1,6 +1,7 @@
 #pragma once
 // Prediction intervals: how far published runs fall from micsim's prediction, out of sample. The
-// bands are quantiles of the leave-one-source-out residuals of the training corpus (micsim validate
+// bands are random-effects prediction intervals (validation/prediction_interval.hpp: between-source
+// and within-source spread) of the leave-one-source-out residuals of the training corpus (micsim validate
 // --corpus ... --leave-one-source-out --write-bands FILE writes models/catalog/error_bands.yaml), per
 // GPU generation and strategy family (sharded: zero3, hsdp, mics; replicated: ddp, zero1, zero2),
 // falling back to the generation, then to all rows, when a class has rows from too few source groups.
@@ -20,8 +21,8 @@ struct ErrorBand {
   std::string family;           // sharded | replicated | all
   int rows = 0;
   int sources = 0;              // source groups the rows come from
-  double q05 = 0, q95 = 0;      // quantiles of predicted/published - 1
-  // The same quantiles of each row's error less its source group's mean error (groups with two rows or
+  double q05 = 0, q95 = 0;      // 90 % interval of predicted/published - 1 for a new source's run
+  // The 5th and 95th percentiles of each row's error less its source group's mean error (groups with two rows or
   // more): how far one prediction strays from the others of the same stack. Two predictions for the
   // same GPU share their stack's bias (software, cluster, how it was measured), so comparing them needs
   // only this spread, not the whole band.
