@@ -30,8 +30,11 @@ static PreparedSimulation prepare_stage(const Scenario& sc, const PrepareOptions
   wo.checkpoint_every = sc.training.checkpoint_every;
   wo.mp = sc.parallelism;
   wo.stage = stage;
-  p.workload = build_workload(sc.model, wo);
   p.layout = make_layout(sc.strategy, sc.cluster.nodes, sc.cluster.instance.gpus_per_node, sc.parallelism);
+  const bool gathers = sc.strategy.kind == StrategyKind::Zero3 || sc.strategy.kind == StrategyKind::MiCS || sc.strategy.kind == StrategyKind::HSDP;
+  wo.fp8_all_gather = sc.training.fp8 && sc.strategy.fp8_all_gather && gathers && p.layout.partition_size > 1;
+  wo.weight_shards = p.layout.partition_size;
+  p.workload = build_workload(sc.model, wo);
   p.sharding = make_sharding(sc.strategy, p.layout, p.workload);
   p.memory = estimate_memory(p.workload, p.sharding,
                              {sc.training.checkpointing, sc.training.checkpoint_every, sc.training.flash_attention, in_flight,
@@ -295,6 +298,10 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
     r.sources.push_back(fmt::format("gradient reductions in {} ({} bytes per element on the wire and in the reduction's input "
                                     "buffer; strategy.reduce_dtype)",
                                     to_string(*sc.strategy.reduce_precision), bytes_per_element(*sc.strategy.reduce_precision)));
+  if (p.workload.options.fp8_all_gather)
+    r.sources.push_back("FP8 all-gather of the blocks' linear weights (strategy.fp8_all_gather): 1 byte per weight on the wire and in "
+                        "the gathered buffer, each rank casting only its shard (torchao float8 fsdp_pre_all_gather; Megatron-FSDP "
+                        "fp8_param_gather)");
   r.sources.push_back("FLOPs: 6N + 12·L·h·s per token (PaLM convention, non-causal attention, no recompute)");
   r.sources.push_back(r.interval_source);
   r.sources.push_back("activations: Korthikanti et al. 2022 (arXiv 2205.05198), generalised");

@@ -201,12 +201,12 @@ MegatronRow read_torchtitan_row(const CsvTable& t, const CsvRow& r) {
   if (!(gb > 0)) gb = local * row.dp, row.assumptions.push_back(fmt::format("global batch {} (local x dp; not stated)", int(gb)));
   const bool fp8 = table.find("Float8") != std::string::npos, compile = table.find("torch.compile") != std::string::npos;
   const bool async_tp = table.find("AsyncTP") != std::string::npos || notes.find("AsyncTP") != std::string::npos;
-  row.assumptions.push_back("H100 96 GB (500 W) taken as H100-SXM-80GB; 8 x 400 Gb/s RDMA taken as InfiniBand NDR (as the corpus does)");
+  row.assumptions.push_back("8 x 400 Gb/s RDMA taken as InfiniBand NDR (as the corpus does)");
 
   YAML::Node y;
   y["name"] = row.id;
   YAML::Node inst = y["cluster"]["instance"];
-  inst["gpu"] = "H100-SXM-80GB";
+  inst["gpu"] = "H100-HBM2e-96GB";  // Grand Teton: 96 GB HBM2e at 2.4 TB/s, 500 W (the doc's platform section)
   inst["gpus_per_node"] = 8;
   inst["intra_node"]["kind"] = "nvlink";
   inst["intra_node"]["gbytes_per_s"] = 370.8;

@@ -34,11 +34,12 @@ double num(const std::string& s) {
 
 // Catalog GPU for a published name; "unspecified" and variants map to the nearest catalog part.
 std::optional<std::string> catalog_gpu(const std::string& g, std::vector<std::string>& assumed) {
-  if (g == "V100-SXM2-32GB" || g == "A100-SXM4-40GB" || g == "A100-SXM4-80GB" || g == "H100-SXM-80GB" || g == "H200-SXM-141GB") return g;
+  if (g == "V100-SXM2-32GB" || g == "A100-SXM4-40GB" || g == "A100-SXM4-80GB" || g == "H100-SXM-80GB" || g == "H100-HBM2e-96GB" ||
+      g == "H200-SXM-141GB")
+    return g;
   if (g == "V100-unspecified") return assumed.push_back("V100 taken as V100-SXM2-32GB"), std::string("V100-SXM2-32GB");
   if (g == "A100-unspecified") return assumed.push_back("A100 taken as A100-SXM4-80GB"), std::string("A100-SXM4-80GB");
   if (g == "H100-unspecified") return assumed.push_back("H100 taken as H100-SXM-80GB"), std::string("H100-SXM-80GB");
-  if (g == "H100-HBM2e-96GB") return assumed.push_back("Grand Teton H100 (96 GB, 500 W) taken as H100-SXM-80GB"), std::string("H100-SXM-80GB");
   return std::nullopt;
 }
 
@@ -233,6 +234,9 @@ std::vector<CorpusRow> load_training_corpus(const std::string& dir) {
       if (f("software").find("torchtitan") != std::string::npos) st["reduce_dtype"] = "fp32";
       const std::string rd = f("reduce_dtype");
       if (rd == "fp32" || rd == "bf16" || rd == "fp16") st["reduce_dtype"] = rd;
+      // FP8 all-gather of the linear weights (torchao enable_fsdp_float8_all_gather, Megatron-FSDP
+      // fp8_param_gather), where the file states it (column fp8_all_gather).
+      if (f("fp8_all_gather") == "true" && row.precision == "fp8") st["fp8_all_gather"] = true;
       std::smatch vm;
       const std::string software = f("software");
       if (fw == "deepspeed" && std::regex_search(software, vm, std::regex(R"(DeepSpeed[ v]*([0-9]+\.[0-9]+(\.[0-9]+)?))")))

@@ -161,14 +161,21 @@ MemoryEstimate estimate_memory(const Workload& w, const ShardingSpec& s, const A
   // Buffers. Sharded strategies hold the unit being computed plus the prefetched ones, bounded by
   // max_live_parameters, and the full gradient of the unit until it is reduce-scattered.
   double largest_unit = 0, block_params = double(w.rank_block_params);
-  for (const auto& u : w.units) largest_unit = std::max(largest_unit, double(u.gather_params));
-  const double live_params = std::max(largest_unit, std::min(largest_unit + s.prefetch_units * block_params, s.max_live_parameters));
+  // The same in bytes: FP8 weights (strategy.fp8_all_gather) are gathered at 1 byte.
+  double largest_unit_bytes = 0, block_bytes = pe * block_params;
+  for (const auto& u : w.units) {
+    largest_unit = std::max(largest_unit, double(u.gather_params));
+    largest_unit_bytes = std::max(largest_unit_bytes, u.gather_bytes(pe));
+    if (u.kind == UnitKind::Block) block_bytes = u.gather_bytes(pe);
+  }
+  const double live_bytes =
+      std::max(largest_unit_bytes, std::min(largest_unit_bytes + s.prefetch_units * block_bytes, pe * s.max_live_parameters));
   const double bucket = std::min(s.grad_bucket_elements, psi);
   // The reduction's input is cast to the reduce precision (FSDP2 foreach_reduce copies the unsharded
   // gradient into an fp32 buffer when reduce_dtype is fp32).
   const double rpe = s.reduce_element_bytes(pe);
   auto grad_buffer_bytes = [&](bool gathers) { return rpe * std::max(bucket, gathers ? largest_unit : 0.0) * s.grad_buckets_in_flight; };
-  if (s.gathers_parameters) m.gathered_params_bytes = pe * live_params;
+  if (s.gathers_parameters) m.gathered_params_bytes = live_bytes;
   m.grad_buffer_bytes = grad_buffer_bytes(s.gathers_parameters);
   if (s.unsharded_through_step) {
     m.gathered_params_bytes = pe * psi;  // the stage's parameters, gathered once
@@ -190,7 +197,7 @@ MemoryEstimate estimate_memory(const Workload& w, const ShardingSpec& s, const A
   // states/G + max(working set, fp32 gradients/G); solve for G. For a gathering strategy the working
   // set is exactly this step's activations + gathered parameters + gradient buffers.
   const double usable = capacity - m.reserve_bytes;
-  m.working_set_bytes = m.activations_bytes + pe * live_params + grad_buffer_bytes(true);
+  m.working_set_bytes = m.activations_bytes + live_bytes + grad_buffer_bytes(true);
   const double states_total = (2.0 * pe + optimizer_bytes_per_param(opt, prec)) * psi;
   const double temp_total = prec == Precision::FP32 ? 0.0 : 4.0 * psi;
   if (m.working_set_bytes < usable) {

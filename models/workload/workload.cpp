@@ -125,8 +125,11 @@ static PassWork block_forward(const ModelSpec& m, const WorkloadOptions& o) {
   w.kernels = o.flash_attention ? 12 : 16;
   if (o.fp8) {
     // Dynamic-scaling casts of each GEMM's input and weight to FP8: an amax pass and a scaled copy
-    // (read 2 + read 2 + write 1 bytes per element), as torchao float8 and Transformer Engine do.
-    for (const auto& g : w.gemms) w.elementwise_bytes += 5.0 * (double(g.m) * g.k + double(g.k) * g.n);
+    // (read 2 + read 2 + write 1 bytes per element), as torchao float8 and Transformer Engine do. With
+    // FP8 all-gather the weight arrives in FP8: each rank cast only its shard, before the gather
+    // (torchao WeightWithDynamicFloat8CastTensor.fsdp_pre_all_gather; Megatron fp8_param_gather).
+    const double weight_share = o.fp8_all_gather ? 1.0 / std::max(1, o.weight_shards) : 1.0;
+    for (const auto& g : w.gemms) w.elementwise_bytes += 5.0 * (double(g.m) * g.k + weight_share * double(g.k) * g.n);
     w.kernels += 4 * int(w.gemms.size());
   }
   if (o.compile) {
@@ -195,6 +198,11 @@ static PassWork backward_of(const PassWork& fwd, bool flash) {
   b.eager_bytes = 2.0 * fwd.eager_bytes;
   b.kernels = 2 * fwd.kernels;
   return b;
+}
+
+int64_t block_linear_weights(const ModelSpec& m) {
+  const int64_t h = m.hidden, f = m.ffn, kv = m.kv_dim();
+  return h * (h + 2 * kv) + h * h + (m.gated_mlp() ? 2 : 1) * h * f + f * h;
 }
 
 std::vector<int64_t> block_tensors(const ModelSpec& m) {
@@ -266,6 +274,11 @@ Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt) {
 
   PassWork bf = block_forward(model, opt);
   PassWork bb = backward_of(bf, opt.flash_attention);
+  if (opt.fp8 && opt.fp8_all_gather) {
+    // The gathered FP8 weight feeds the input-gradient GEMM transposed (FP8 tensor cores take only the
+    // TN layout): one copy of it, read 1 + write 1 byte per element, in place of its cast.
+    for (const auto& g : bf.gemms) bb.elementwise_bytes += 2.0 * double(g.k) * double(g.n);
+  }
   // Selective (attention-core) recomputation: QK^T, softmax and P.V again, nothing else.
   PassWork core;
   core.attention_flops = bf.attention_flops;
@@ -285,6 +298,7 @@ Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt) {
     u.kind = UnitKind::Block;
     u.layer = l;
     u.params = u.gather_params = block_params;
+    if (opt.fp8 && opt.fp8_all_gather) u.fp8_gather_params = block_linear_weights(model) / tp;
     u.tensors = tensors;
     u.forward = bf;
     u.backward = bb;

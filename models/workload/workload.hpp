@@ -72,6 +72,9 @@ struct UnitWork {
   int layer = -1;                // Block: its layer in the model (0 .. L-1)
   int64_t params = 0;            // parameters owned (sharded, reduced, updated)
   int64_t gather_params = 0;     // parameters needed whole for this unit's compute (adds tied weights)
+  int64_t fp8_gather_params = 0; // of those, gathered in FP8 (strategy.fp8_all_gather: the block's linear weights)
+  // Bytes of one whole gather: FP8 weights at 1 byte, the rest at the training precision's `pe`.
+  double gather_bytes(double pe) const { return pe * double(gather_params - fp8_gather_params) + double(fp8_gather_params); }
   // The parameter tensors a framework sees, in module order (weights, biases, norms); they sum to
   // `params`. Frameworks that gather per tensor (DeepSpeed <= 0.5) issue one collective for each.
   std::vector<int64_t> tensors;
@@ -88,6 +91,8 @@ struct WorkloadOptions {
   bool fused_kernels = true;     // fused activation / bias / scale kernels; false = eager PyTorch (e.g. minGPT)
   bool compile = false;          // torch.compile: elementwise ops fused, fewer launches
   bool fp8 = false;              // block GEMMs in FP8 (casts are extra memory-bound work)
+  bool fp8_all_gather = false;   // with fp8: weights gathered in FP8, cast once per gather on the local shard
+  int weight_shards = 1;         // GPUs a weight is sharded over (the shard each rank casts before gathering)
   CrossEntropy cross_entropy = CrossEntropy::Fused;  // how the loss is computed (its HBM traffic)
   Checkpointing checkpointing = Checkpointing::None;
   int checkpoint_every = 1;
@@ -118,6 +123,9 @@ struct Workload {
 };
 
 Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt);
+
+// The weights of one block's linear layers (no biases, no norms): what FP8 recipes run in FP8.
+int64_t block_linear_weights(const ModelSpec& m);
 
 // Parameter tensors of one block, as the model code declares them (HF BERT/RoBERTa and Llama: separate
 // Q, K, V; GPT-2: one fused QKV), summing to ParamCounts::per_layer.

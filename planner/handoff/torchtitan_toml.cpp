@@ -83,6 +83,9 @@ std::string torchtitan_toml(const Scenario& sc, std::vector<std::string>* notes)
          "reductions: simulate with strategy.reduce_dtype=fp32 to predict this run");
   if (sc.training.fp8)
     note("fp8: torchtitan's float8 training is a model converter ([quantize.linear.float8]); add it as its docs say for v0.2.2");
+  if (sc.training.fp8 && s.fp8_all_gather)
+    note("fp8_all_gather: set enable_fsdp_float8_all_gather = true and precompute_float8_dynamic_scale_for_fsdp = true in "
+         "[quantize.linear.float8] with recipe_name = \"tensorwise\" (torchtitan v0.2.2 job_config.py Float8Linear)");
   std::string ac = "none", ac_option;
   switch (sc.training.checkpointing) {
     case Checkpointing::None: break;

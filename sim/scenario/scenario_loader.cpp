@@ -308,7 +308,7 @@ ModelParallelism parse_parallelism(const YamlNode& n, const ClusterSpec& c, cons
 StrategySpec parse_strategy(const YamlNode& n, const ClusterSpec& c, const ModelParallelism& mp, std::vector<std::string>& warnings) {
   n.check_keys({"kind", "partition_size", "hierarchical_allgather", "two_hop_sync", "reduce_bucket_size",
                 "prefetch_bucket_size", "max_live_parameters", "framework", "version", "persistence_threshold",
-                "contiguous_gradients", "mechanisms", "reduce_dtype"});
+                "contiguous_gradients", "mechanisms", "reduce_dtype", "fp8_all_gather"});
   StrategySpec s;
   YamlNode kind = n.at("kind");
   // `fsdp` is FSDP FULL_SHARD / ZeRO-3: sharding over the whole data-parallel dimension.
@@ -362,8 +362,28 @@ StrategySpec parse_strategy(const YamlNode& n, const ClusterSpec& c, const Model
   // reduce_dtype: FSDP MixedPrecision(Policy).reduce_dtype (torchtitan's default float32; Composer's
   // mixed_precision DEFAULT is fp32, PURE the training precision).
   if (auto v = n.get("reduce_dtype")) s.reduce_precision = parse_precision(v->as_choice({"fp32", "bf16", "fp16"}));
+  if (auto v = n.get("fp8_all_gather")) s.fp8_all_gather = v->as_bool();  // checked against training and framework below
   parse_framework(n, s);
   return s;
+}
+
+// strategy.fp8_all_gather needs FP8 training (the weights it gathers are the FP8 GEMMs' operands) and a
+// framework that implements it: FSDP2 with torchao float8 (enable_fsdp_float8_all_gather) or micsim's
+// ideal schedule (Megatron-FSDP's fp8_param_gather runs as it). FSDP1's FlatParameter and DeepSpeed's
+// partitioned parameters are gathered in the training precision.
+void check_fp8_all_gather(const YamlNode& strategy, Scenario& sc) {
+  if (!sc.strategy.fp8_all_gather) return;
+  const YamlNode key = strategy.at("fp8_all_gather");
+  if (!sc.training.fp8) key.fail("needs training.precision: fp8 (it gathers the FP8 GEMMs' weights in FP8)");
+  const std::string family = sc.strategy.framework ? sc.strategy.framework->family : "ideal";
+  if (family != "ideal" && family != "fsdp2")
+    key.fail(fmt::format("framework {} gathers parameters in the training precision; FP8 all-gather is FSDP2's (torchao "
+                         "enable_fsdp_float8_all_gather) or micsim's ideal schedule's (Megatron-FSDP fp8_param_gather)",
+                         family));
+  const bool gathers = sc.strategy.kind == StrategyKind::Zero3 || sc.strategy.kind == StrategyKind::MiCS || sc.strategy.kind == StrategyKind::HSDP;
+  if (!gathers)
+    sc.warnings.push_back(fmt::format("{}: strategy.fp8_all_gather: ignored under strategy.kind {} (parameters are not gathered)",
+                                      key.location().str(), to_string(sc.strategy.kind)));
 }
 
 WhatIf parse_what_if(const YamlNode& n, const ClusterSpec& c) {
@@ -404,6 +424,7 @@ Scenario parse_scenario(const YamlNode& root) {
   sc.training = parse_training(training, sc.cluster.instance.gpu);
   if (auto p = root.get("parallelism")) sc.parallelism = parse_parallelism(*p, sc.cluster, sc.model, sc.training, sc.warnings);
   sc.strategy = parse_strategy(root.at("strategy"), sc.cluster, sc.parallelism, sc.warnings);
+  check_fp8_all_gather(root.at("strategy"), sc);
   if (auto w = root.get("what_if")) sc.what_if = parse_what_if(*w, sc.cluster);
   if (auto e = root.get("engine"))
     sc.engine = e->as_choice({"analytic", "simgrid"}) == "analytic" ? EngineKind::Analytic : EngineKind::SimGrid;

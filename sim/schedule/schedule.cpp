@@ -143,7 +143,7 @@ class Builder {
         deps.insert(deps.end(), mp_waits_.begin(), mp_waits_.end());
         mp_waits_.clear();
         if (gather_done[i] >= 0 && fw_.copy_out > 0)
-          deps = {uint32_t(add_copy(TaskKind::ParamCopyOut, use.unit, m, fw_.copy_out * pe_ * double(w_.units[use.unit].gather_params), deps))};
+          deps = {uint32_t(add_copy(TaskKind::ParamCopyOut, use.unit, m, fw_.copy_out * w_.units[use.unit].gather_bytes(pe_), deps))};
         int64_t done;
         if (!use.backward) {
           const int64_t before = prev_compute_;
@@ -260,7 +260,7 @@ class Builder {
   // The pieces a unit is gathered in (bytes of each collective).
   std::vector<double> gather_pieces(int unit) {
     const UnitWork& u = w_.units[unit];
-    if (fw_.gather != Granularity::Tensor) return {pe_ * double(u.gather_params)};
+    if (fw_.gather != Granularity::Tensor) return {u.gather_bytes(pe_)};  // FP8 weights at 1 byte (fp8_all_gather)
     std::vector<double> out;
     double small = 0;
     for (int64_t t : u.tensors) {

@@ -41,6 +41,11 @@ struct StrategySpec {
   // Gradient reductions (reduce-scatter, replication and DDP all-reduces) in this precision, as FSDP's
   // MixedPrecision(Policy).reduce_dtype sets it; unset = the training precision (16-bit gradients).
   std::optional<Precision> reduce_precision;
+  // FP8 all-gather of the blocks' linear weights (training.precision fp8): torchao float8's
+  // enable_fsdp_float8_all_gather under FSDP2, Megatron-FSDP's fp8_param_gather. Each rank casts its
+  // shard to FP8 before the gather, so the wire and the gathered buffer carry 1 byte per weight and the
+  // GEMMs skip their per-use weight cast.
+  bool fp8_all_gather = false;
 };
 
 // Where the ranks of each kind of group sit. Groups are contiguous: partition groups
