@@ -153,6 +153,34 @@ strategy: {kind: zero3}
   CHECK(envrun.output.find("lab-h100") != std::string::npos);
 }
 
+TEST_CASE("kernels_as: a GPU variant takes a catalog part's fitted kernel terms unless it states its own") {
+  HardwareCatalog c = HardwareCatalog::builtin();
+  c.merge(YamlNode::load_string(R"(gpus:
+  H100-lab:
+    arch: hopper
+    memory_gib: 64
+    peak_tflops: {bf16: 989, fp8: 1979}
+    hbm_tbytes_per_s: 2.0
+    kernels_as: H100-SXM-80GB
+    attention_efficiency: 0.5
+)", "<kernels_as>"));
+  const GpuSpec& sxm = *c.find_gpu("H100-SXM-80GB");
+  const GpuSpec& lab = *c.find_gpu("H100-lab");
+  CHECK(lab.gemm_efficiency == sxm.gemm_efficiency);
+  CHECK(lab.gemm_fp8_efficiency == sxm.gemm_fp8_efficiency);
+  CHECK(lab.hbm_efficiency == sxm.hbm_efficiency);
+  CHECK(lab.sustained_gemm_scale == sxm.sustained_gemm_scale);
+  CHECK(lab.attention_efficiency == 0.5);            // its own value wins
+  CHECK(lab.hbm_bytes_per_s == doctest::Approx(2.0e12));  // and its own memory
+  // The built-in Grand Teton part is such a variant: a refit of the SXM part reaches it.
+  const GpuSpec& gt = *c.find_gpu("H100-HBM2e-96GB");
+  CHECK(gt.gemm_efficiency == sxm.gemm_efficiency);
+  CHECK(gt.hbm_bytes_per_s == doctest::Approx(2.4e12));
+  CHECK_THROWS_WITH_AS(c.merge(YamlNode::load_string("gpus:\n  x: {arch: hopper, memory_gib: 1, peak_tflops: {bf16: 1}, "
+                                                     "hbm_tbytes_per_s: 1, kernels_as: H99}\n", "<bad>")),
+                       doctest::Contains("expected a GPU defined before x"), InputError);
+}
+
 TEST_CASE("a GPU or fabric replaced by a user catalog reaches the built-in instances that use it; plan rows cost at the plan's price") {
   std::string cat = temp_file("cat-gpu.yaml", R"(gpus:
   A100-SXM4-40GB:

@@ -455,28 +455,28 @@ std::vector<ErrorBand> error_bands(const std::vector<CorpusPrediction>& preds, i
   }
   std::vector<ErrorBand> out;
   for (const auto& [key, ps] : by) {
-    std::map<std::string, int> per_source;
-    for (const auto* p : ps) ++per_source[p->row->source_group];
-    if (int(per_source.size()) < min_sources && key.first != "all") continue;
+    // Each source group's errors in this class; a row weighs 1 / its group's rows in a quantile.
+    std::map<std::string, std::vector<double>> errors;
+    for (const auto* p : ps) errors[p->row->source_group].push_back(p->error());
+    if (int(errors.size()) < min_sources && key.first != "all") continue;
     std::vector<std::pair<double, double>> weighted, within;
-    std::map<std::string, double> mean;
-    for (const auto* p : ps) weighted.emplace_back(p->error(), 1.0 / per_source[p->row->source_group]);
-    for (const auto* p : ps) mean[p->row->source_group] += p->error() / per_source[p->row->source_group];
-    // A group of one row says nothing about the spread inside a stack.
-    for (const auto* p : ps)
-      if (per_source[p->row->source_group] >= 2)
-        within.emplace_back(p->error() - mean[p->row->source_group], 1.0 / per_source[p->row->source_group]);
-    ErrorBand b{key.first, key.second, int(ps.size()), int(per_source.size()), weighted_quantile(weighted, 0.05),
-                weighted_quantile(weighted, 0.95)};
+    std::vector<std::vector<double>> groups;
+    for (const auto& [g, v] : errors) {
+      double mean = 0;
+      for (double e : v) weighted.emplace_back(e, 1.0 / double(v.size())), mean += e / double(v.size());
+      // A group of one row says nothing about the spread inside a stack.
+      if (v.size() >= 2)
+        for (double e : v) within.emplace_back(e - mean, 1.0 / double(v.size()));
+      groups.push_back(v);
+    }
+    ErrorBand b{key.first, key.second, int(ps.size()), int(errors.size())};
     // A new source's row: the random-effects interval (between-source and within-source spread), once
-    // there are enough groups to estimate the between-source part; quantiles below that.
-    if (per_source.size() >= 3) {
-      std::map<std::string, std::vector<double>> errors;
-      for (const auto* p : ps) errors[p->row->source_group].push_back(p->error());
-      std::vector<std::vector<double>> groups;
-      for (auto& [g, v] : errors) groups.push_back(std::move(v));
+    // there are enough groups to estimate the between-source part; source-weighted quantiles below that.
+    if (groups.size() >= 3) {
       const RandomEffectsInterval re = random_effects_interval(groups, 0.9);
       b.q05 = re.low, b.q95 = re.high;
+    } else {
+      b.q05 = weighted_quantile(weighted, 0.05), b.q95 = weighted_quantile(weighted, 0.95);
     }
     b.rel_q05 = within.empty() ? b.q05 : weighted_quantile(within, 0.05);
     b.rel_q95 = within.empty() ? b.q95 : weighted_quantile(within, 0.95);

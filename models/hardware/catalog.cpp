@@ -125,8 +125,18 @@ static constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 GpuSpec HardwareCatalog::parse_gpu(const YamlNode& n, const std::string& name) const {
   n.check_keys({"arch", "memory_gib", "peak_tflops", "hbm_tbytes_per_s", "gemm_efficiency", "gemm_dim_half",
                 "gemm_overhead_us", "attention_efficiency", "attention_backward_efficiency", "gemm_fp8_efficiency",
-                "hbm_efficiency", "sustained_gemm_scale", "source"});
+                "hbm_efficiency", "sustained_gemm_scale", "kernels_as", "source"});
   GpuSpec g;
+  // kernels_as: a variant of a part already in the catalog (same die, other memory or power) takes that
+  // part's fitted kernel terms unless it states its own, so a refit of the part reaches its variants.
+  if (auto k = n.get("kernels_as")) {
+    const GpuSpec* base = find_gpu(k->as_string());
+    if (!base) k->fail(fmt::format("expected a GPU defined before {} in the catalog, got '{}'", name, k->as_string()));
+    g.gemm_efficiency = base->gemm_efficiency, g.gemm_dim_half = base->gemm_dim_half, g.gemm_overhead_s = base->gemm_overhead_s;
+    g.attention_efficiency = base->attention_efficiency, g.attention_backward_efficiency = base->attention_backward_efficiency;
+    g.gemm_fp8_efficiency = base->gemm_fp8_efficiency, g.hbm_efficiency = base->hbm_efficiency;
+    g.sustained_gemm_scale = base->sustained_gemm_scale;
+  }
   g.name = name;
   g.arch = parse_arch(n.at("arch"));
   g.memory_bytes = n.at("memory_gib").as_double_in(1, 1e5) * kGiB;

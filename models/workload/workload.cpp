@@ -274,7 +274,7 @@ Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt) {
 
   PassWork bf = block_forward(model, opt);
   PassWork bb = backward_of(bf, opt.flash_attention);
-  if (opt.fp8 && opt.fp8_all_gather) {
+  if (opt.fp8_all_gather) {
     // The gathered FP8 weight feeds the input-gradient GEMM transposed (FP8 tensor cores take only the
     // TN layout): one copy of it, read 1 + write 1 byte per element, in place of its cast.
     for (const auto& g : bf.gemms) bb.elementwise_bytes += 2.0 * double(g.k) * double(g.n);
@@ -298,7 +298,7 @@ Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt) {
     u.kind = UnitKind::Block;
     u.layer = l;
     u.params = u.gather_params = block_params;
-    if (opt.fp8 && opt.fp8_all_gather) u.fp8_gather_params = block_linear_weights(model) / tp;
+    if (opt.fp8_all_gather) u.fp8_gather_params = block_linear_weights(model) / tp;
     u.tensors = tensors;
     u.forward = bf;
     u.backward = bb;

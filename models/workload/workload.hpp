@@ -91,7 +91,7 @@ struct WorkloadOptions {
   bool fused_kernels = true;     // fused activation / bias / scale kernels; false = eager PyTorch (e.g. minGPT)
   bool compile = false;          // torch.compile: elementwise ops fused, fewer launches
   bool fp8 = false;              // block GEMMs in FP8 (casts are extra memory-bound work)
-  bool fp8_all_gather = false;   // with fp8: weights gathered in FP8, cast once per gather on the local shard
+  bool fp8_all_gather = false;   // (only with fp8) weights gathered in FP8, cast once per gather on the local shard
   int weight_shards = 1;         // GPUs a weight is sharded over (the shard each rank casts before gathering)
   CrossEntropy cross_entropy = CrossEntropy::Fused;  // how the loss is computed (its HBM traffic)
   Checkpointing checkpointing = Checkpointing::None;

@@ -375,7 +375,7 @@ void check_fp8_all_gather(const YamlNode& strategy, Scenario& sc) {
   if (!sc.strategy.fp8_all_gather) return;
   const YamlNode key = strategy.at("fp8_all_gather");
   if (!sc.training.fp8) key.fail("needs training.precision: fp8 (it gathers the FP8 GEMMs' weights in FP8)");
-  const std::string family = sc.strategy.framework ? sc.strategy.framework->family : "ideal";
+  const std::string& family = sc.strategy.framework->family;  // "ideal" unless a profile is named
   if (family != "ideal" && family != "fsdp2")
     key.fail(fmt::format("framework {} gathers parameters in the training precision; FP8 all-gather is FSDP2's (torchao "
                          "enable_fsdp_float8_all_gather) or micsim's ideal schedule's (Megatron-FSDP fp8_param_gather)",

@@ -72,6 +72,11 @@ ParallelLayout make_layout(const StrategySpec& s, int nodes, int g, const ModelP
   return l;
 }
 
+int param_shards(StrategyKind k, const ParallelLayout& l) {
+  if (k == StrategyKind::Zero3) return l.dp;
+  return k == StrategyKind::MiCS || k == StrategyKind::HSDP ? l.partition_size : 1;
+}
+
 ShardingSpec make_sharding(const StrategySpec& s, const ParallelLayout& l, const Workload& w) {
   ShardingSpec sh;
   const int n = l.dp, p = l.partition_size;
@@ -79,9 +84,9 @@ ShardingSpec make_sharding(const StrategySpec& s, const ParallelLayout& l, const
     case StrategyKind::DDP: break;
     case StrategyKind::Zero1: sh.optimizer_shards = p; break;  // p = n unless partition groups (InternEvo)
     case StrategyKind::Zero2: sh.optimizer_shards = sh.grad_shards = n; break;
-    case StrategyKind::Zero3: sh.optimizer_shards = sh.grad_shards = sh.param_shards = n; break;
+    case StrategyKind::Zero3:
     case StrategyKind::MiCS:
-    case StrategyKind::HSDP: sh.optimizer_shards = sh.grad_shards = sh.param_shards = p; break;
+    case StrategyKind::HSDP: sh.optimizer_shards = sh.grad_shards = sh.param_shards = param_shards(s.kind, l); break;
   }
   sh.gathers_parameters = sh.param_shards > 1;
   // torchtitan/distributed/fsdp.py get_fsdp_reshard_after_forward_policy: "default" is

@@ -75,5 +75,8 @@ struct ParallelLayout {
 
 ParallelLayout make_layout(const StrategySpec& s, int nodes, int gpus_per_node, const ModelParallelism& mp = {});
 ShardingSpec make_sharding(const StrategySpec& s, const ParallelLayout& l, const Workload& w);
+// The GPUs one parameter is sharded over: ZeRO-3 all data-parallel ranks, MiCS/HSDP the partition group,
+// 1 for the strategies that keep whole parameters. More than 1: parameters are gathered before use.
+int param_shards(StrategyKind k, const ParallelLayout& l);
 
 }  // namespace micsim
