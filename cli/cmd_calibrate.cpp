@@ -66,6 +66,15 @@ Runner add_calibrate(CLI::App& app) {
       show("attention_efficiency", kf.calibration.attention_efficiency, kf.attention_fwd_rows);
       show("attention_backward_efficiency", kf.calibration.attention_backward_efficiency, kf.attention_bwd_rows);
       show("hbm_efficiency", kf.calibration.hbm_efficiency, kf.hbm_rows);
+      // The other fused kernels go to the catalog's attention_kernels (a calibration file holds the
+      // kernel the user's stack runs, as attention_efficiency).
+      for (const auto& [kernel, k] : kf.attention_kernels) {
+        if (kernel == AttentionKernel::FA2) continue;
+        log << fmt::format("  attention_kernels.{}: forward {}, backward {}  ({} + {} rows; catalog key, not written to the calibration)\n",
+                           to_string(kernel), k.forward_rows ? fmt::format("{:.4g}", k.efficiency.forward) : "not fitted",
+                           k.backward_rows ? fmt::format("{:.4g}", k.efficiency.backward) : "not fitted", k.forward_rows,
+                           k.backward_rows);
+      }
       for (auto field : {&Calibration::gemm_efficiency, &Calibration::gemm_dim_half, &Calibration::gemm_overhead_s,
                          &Calibration::gemm_fp8_efficiency, &Calibration::attention_efficiency,
                          &Calibration::attention_backward_efficiency, &Calibration::hbm_efficiency})

@@ -41,7 +41,7 @@ static PreparedSimulation prepare_stage(const Scenario& sc, const PrepareOptions
                              sc.training.optimizer, sc.cluster.instance.gpu.memory_bytes);
   p.network = NetworkParams::from_instance(sc.cluster.instance);
   sc.calibration.apply(p.network);
-  p.compute_calibration = ComputeCalibration::defaults_for(sc.cluster.instance.gpu);
+  p.compute_calibration = ComputeCalibration::defaults_for(sc.cluster.instance.gpu, sc.training.attention_kernel);
   sc.calibration.apply(p.compute_calibration);
 
   ScheduleInputs in;

@@ -49,6 +49,13 @@ bool gpu_row_matches(const std::string& row_gpu, const std::string& gpu) {
          row_gpu == family_of(gpu) + "-SXM2-unspecified";
 }
 
+std::optional<AttentionKernel> attention_kernel_of_impl(const std::string& impl) {
+  if (impl == "flash2" || impl == "sdpa-flash2") return AttentionKernel::FA2;
+  if (impl == "flash3") return AttentionKernel::FA3;
+  if (impl == "cudnn") return AttentionKernel::CuDNN;
+  return std::nullopt;
+}
+
 KernelFit fit_kernels(const GpuSpec& gpu, const std::string& data_dir) {
   KernelFit fit;
   const fs::path root(data_dir);
@@ -108,28 +115,37 @@ KernelFit fit_kernels(const GpuSpec& gpu, const std::string& data_dir) {
                             m.gemm_time(r->shape, true) / r->time_s - 1});
     }
   }
-  // Attention: 16-bit fused kernels (FlashAttention 2/3, cuDNN, SDPA's flash backend) at training
-  // lengths (>= 2k); FLOPs counted as the benchmarks count them (causal = half), so the efficiency is
-  // what the compute model applies after its own causal halving.
-  std::vector<double> fwd, bwd;
+  // Attention: 16-bit fused kernels at training lengths (>= 2k), per kernel, since the FlashAttention-2
+  // class (Ampere code) and Hopper-native kernels (FlashAttention-3, cuDNN) differ ~1.6x on Hopper.
+  // FLOPs counted as the benchmarks count them (causal = half), so the efficiency is what the compute
+  // model applies after its own causal halving. The default terms are the FlashAttention-2 class's.
+  std::map<AttentionKernel, std::pair<std::vector<double>, std::vector<double>>> passes;
   for (const auto& f : csv_files(root / "attention")) {
     CsvTable t = load_csv(f);
     bool used = false;
     for (const auto& row : t.rows) {
       auto cell = [&](const char* c) { return t.column(c) >= 0 ? row.fields[t.column(c)] : std::string(); };
-      const std::string impl = cell("impl"), dtype = cell("dtype"), pass = cell("pass");
-      const bool fused = impl == "flash2" || impl == "flash3" || impl == "cudnn" || impl == "sdpa-flash2";
-      if (!gpu_row_matches(cell("gpu"), gpu.name) || !fused || (dtype != "bf16" && dtype != "fp16")) continue;
+      const std::string dtype = cell("dtype"), pass = cell("pass");
+      const auto kernel = attention_kernel_of_impl(cell("impl"));
+      if (!gpu_row_matches(cell("gpu"), gpu.name) || !kernel || (dtype != "bf16" && dtype != "fp16")) continue;
       const double tflops = number(cell("tflops")), seq = number(cell("seq_len"));
       if (!(tflops > 0) || !(seq >= 2048)) continue;
       const double eff = tflops * 1e12 / gpu.peak(Precision::BF16);
-      if (pass == "fwd") fwd.push_back(eff), used = true;
-      if (pass == "bwd") bwd.push_back(eff), used = true;
+      if (pass == "fwd") passes[*kernel].first.push_back(eff), used = true;
+      if (pass == "bwd") passes[*kernel].second.push_back(eff), used = true;
     }
     if (used) fit.files.push_back(f);
   }
-  if (!fwd.empty()) fit.calibration.attention_efficiency = median(fwd), fit.attention_fwd_rows = fwd.size();
-  if (!bwd.empty()) fit.calibration.attention_backward_efficiency = median(bwd), fit.attention_bwd_rows = bwd.size();
+  for (const auto& [kernel, p] : passes) {
+    AttentionKernelFit& k = fit.attention_kernels[kernel];
+    if (!p.first.empty()) k.efficiency.forward = median(p.first), k.forward_rows = p.first.size();
+    if (!p.second.empty()) k.efficiency.backward = median(p.second), k.backward_rows = p.second.size();
+  }
+  if (auto fa2 = fit.attention_kernels.find(AttentionKernel::FA2); fa2 != fit.attention_kernels.end()) {
+    const AttentionKernelFit& k = fa2->second;
+    if (k.forward_rows) fit.calibration.attention_efficiency = k.efficiency.forward, fit.attention_fwd_rows = k.forward_rows;
+    if (k.backward_rows) fit.calibration.attention_backward_efficiency = k.efficiency.backward, fit.attention_bwd_rows = k.backward_rows;
+  }
   // HBM: STREAM-like copies (BabelStream copy/mul/add/triad, tensor copies): achieved / datasheet peak.
   std::vector<double> hbm;
   for (const auto& f : csv_files(root / "hbm")) {

@@ -5,6 +5,8 @@
 // backward; achievable HBM bandwidth. `micsim calibrate --kernels DIR` runs it; the catalog's GPU
 // entries carry the results with their sources. A row counts for a GPU when its gpu column names it,
 // or names its family "unspecified" (e.g. H100-unspecified for H100-SXM-80GB); PCIe parts do not.
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,9 +21,19 @@ struct KernelRowError {
   double error = 0;  // predicted / measured - 1 with the fitted constants
 };
 
+// One fused attention kernel's fit: medians of its 16-bit rows at training lengths.
+struct AttentionKernelFit {
+  AttentionKernelEfficiency efficiency;  // 0 where no rows of that pass
+  size_t forward_rows = 0, backward_rows = 0;
+};
+
+// Which kernel a published attention row ran (its impl column); nullopt = not a fused kernel.
+std::optional<AttentionKernel> attention_kernel_of_impl(const std::string& impl);
+
 struct KernelFit {
-  Calibration calibration;          // the fitted terms (those with rows)
+  Calibration calibration;          // the fitted terms (those with rows); attention = the FlashAttention-2 class
   size_t gemm_rows = 0, fp8_rows = 0, attention_fwd_rows = 0, attention_bwd_rows = 0, hbm_rows = 0;
+  std::map<AttentionKernel, AttentionKernelFit> attention_kernels;  // every kernel with rows, fa2 included
   std::vector<std::string> files;   // sources used
   std::vector<KernelRowError> rows; // per-row error after the fit
 };

@@ -217,6 +217,11 @@ std::vector<CorpusRow> load_training_corpus(const std::string& dir) {
       }
       const std::string flash = f("flash_attention");
       if (flash == "true" || flash == "false") tr["flash_attention"] = flash == "true" && spec->arch >= GpuArch::Ampere;
+      // The fused kernel where the source names it (FlashAttention-3, cuDNN through Transformer Engine);
+      // empty = the FlashAttention-2 class that SDPA's flash backend, flash-attn 2 and Triton FA run.
+      const std::string kernel = f("attention_kernel");
+      if (!kernel.empty() && kernel != "fa2") tr["attention_kernel"] = kernel, tr["flash_attention"] = true;
+      row.triton_attention = kernel == "triton";
       YAML::Node st = y["strategy"];
       st["kind"] = row.strategy == "hsdp" ? "hsdp" : row.strategy;
       if (row.strategy == "hsdp") st["partition_size"] = int64_t(num(f("partition_size")));
@@ -290,6 +295,10 @@ std::vector<CorpusRow> load_training_corpus(const std::string& dir) {
       tr["seq_len"] = row.seq_len, tr["micro_batch"] = row.micro_batch, tr["global_batch"] = int64_t(num(f("GlobalBatchSize")));
       tr["precision"] = "bf16", tr["activation_checkpointing"] = row.checkpointing, tr["flash_attention"] = true;
       tr["logits_kept_through_backward"] = true;  // Composer, as for the llm-foundry rows above
+      // submit_benchmarks.py --attn_impl default 'triton' (llm-foundry b2a43a1, the tables' commit):
+      // flash_attn_triton.py on triton-pre-mlir.
+      tr["attention_kernel"] = "triton";
+      row.triton_attention = true;
       y["strategy"]["kind"] = "zero3";
       y["strategy"]["framework"] = "fsdp1";
       // Composer's FSDP mixed_precision (mosaic_fsdp_utils.get_mixed_precision at v0.17.2): DEFAULT
@@ -307,17 +316,20 @@ std::vector<CorpusRow> load_training_corpus(const std::string& dir) {
 }
 
 const std::vector<std::string>& CorpusConstants::names() {
-  static const std::vector<std::string> n = {"host_launch_us", "attention_scale", "memory_pressure_slowdown", "jitter_cv",
-                                             "gemm_scale_volta", "gemm_scale_ampere", "gemm_scale_hopper"};
+  static const std::vector<std::string> n = {"host_launch_us", "attention_scale_ampere", "memory_pressure_slowdown", "jitter_cv",
+                                             "gemm_scale_volta", "gemm_scale_ampere", "gemm_scale_hopper", "triton_attention_scale",
+                                             "attention_scale_hopper"};
   return n;
 }
 std::vector<double> CorpusConstants::values() const {
-  return {host_launch_s * 1e6, attention_scale, memory_pressure_slowdown, jitter_cv, gemm_scale_volta, gemm_scale_ampere, gemm_scale_hopper};
+  return {host_launch_s * 1e6, attention_scale, memory_pressure_slowdown, jitter_cv, gemm_scale_volta, gemm_scale_ampere, gemm_scale_hopper,
+          triton_attention_scale, attention_scale_hopper};
 }
 CorpusConstants CorpusConstants::from(const std::vector<double>& v) {
   CorpusConstants k;
   k.host_launch_s = v[0] * 1e-6, k.attention_scale = v[1], k.memory_pressure_slowdown = v[2], k.jitter_cv = v[3];
   k.gemm_scale_volta = v[4], k.gemm_scale_ampere = v[5], k.gemm_scale_hopper = v[6];
+  k.triton_attention_scale = v[7], k.attention_scale_hopper = v[8];
   return k;
 }
 
@@ -340,11 +352,12 @@ std::vector<CorpusPrediction> predict_corpus(const std::vector<CorpusRow>& rows,
         throw InputError({row.file, row.line, 0}, e.key(), e.detail());
       }
       sc.calibration.host_launch_s = k.host_launch_s;
-      sc.calibration.attention_scale = k.attention_scale;
       sc.calibration.memory_pressure_slowdown = k.memory_pressure_slowdown;
       sc.calibration.jitter_cv = std::max(1e-9, k.jitter_cv);
+      sc.calibration.triton_attention_scale = k.triton_attention_scale;
       const GpuArch a = sc.cluster.instance.gpu.arch;
       sc.calibration.gemm_scale = a == GpuArch::Volta ? k.gemm_scale_volta : a >= GpuArch::Hopper ? k.gemm_scale_hopper : k.gemm_scale_ampere;
+      sc.calibration.attention_scale = a >= GpuArch::Hopper ? k.attention_scale_hopper : k.attention_scale;
       SimulationResult r = simulate_analytic(prepare_simulation(sc));
       out[i].predicted = r.tokens_per_s / r.world_size;
       out[i].fits = r.memory.fits;
@@ -366,7 +379,7 @@ std::vector<CorpusPrediction> predict_corpus(const std::vector<CorpusRow>& rows,
 CorpusConstants fit_corpus_constants(const std::vector<CorpusRow>& rows, const CorpusConstants& start, int threads) {
   const std::vector<double> v0 = start.values();
   // The host launch cost stays at its start value: no corpus row is launch-bound enough to determine it.
-  std::vector<FitParameter> params = {{"attention_scale", std::max(0.2, v0[1]), 0.2, 5},
+  std::vector<FitParameter> params = {{"attention_scale_ampere", std::max(0.2, v0[1]), 0.2, 5},
                                       {"memory_pressure_slowdown", std::max(0.01, v0[2]), 0.001, 5},
                                       {"jitter_cv", std::max(0.002, v0[3]), 1e-4, 0.5}};
   // A generation's sustained-GEMM constant is fitted only when the rows include that generation.
@@ -376,6 +389,12 @@ CorpusConstants fit_corpus_constants(const std::vector<CorpusRow>& rows, const C
     if (r.skip_reason.empty()) has[r.arch == GpuArch::Volta ? 0 : r.arch >= GpuArch::Hopper ? 2 : 1] = true;
   for (int g = 0; g < 3; ++g)
     if (has[g]) params.push_back({CorpusConstants::names()[4 + g], std::max(0.2, v0[4 + g]), 0.2, 2.0}), fitted.push_back(4 + g);
+  // Hopper's in-step attention factor, when Hopper rows are in the fit.
+  if (has[2]) params.push_back({"attention_scale_hopper", std::max(0.2, v0[8]), 0.2, 5}), fitted.push_back(8);
+  // FlashAttention in Triton: fitted only when rows that run it are in the fit; otherwise it stays at
+  // its start (1 = the paper's ratios), so a held-out source of such rows is scored on the paper alone.
+  if (std::any_of(rows.begin(), rows.end(), [](const CorpusRow& r) { return r.skip_reason.empty() && r.triton_attention; }))
+    params.push_back({"triton_attention_scale", std::max(0.2, v0[7]), 0.2, 5}), fitted.push_back(7);
   auto expand = [&](const std::vector<double>& v) {
     std::vector<double> all = v0;
     for (size_t i = 0; i < fitted.size(); ++i) all[fitted[i]] = v[i];

@@ -28,6 +28,7 @@ struct CorpusRow {
   int gpus = 0;
   int64_t seq_len = 0, micro_batch = 0;
   bool compile = false;
+  bool triton_attention = false;        // runs FlashAttention in Triton (its constant is fitted only on such rows)
   double published = 0;                 // tokens/s per GPU, converted from `metric`
   std::string convention;               // the source's FLOP convention (for the conversion)
   std::string scenario_yaml;            // generated (a YAML tree, never CSV text pasted into YAML)
@@ -41,10 +42,12 @@ std::vector<CorpusRow> load_training_corpus(const std::string& dir);
 // Constants fitted on the corpus (the rest of the model comes from the catalog and the kernel data).
 struct CorpusConstants {
   double host_launch_s = 0;             // CPU time per kernel launch (launch-bound passes; not fitted)
-  double attention_scale = 1.0;         // in-training attention vs the kernel benchmarks
+  double attention_scale = 1.0;         // in-training attention vs the kernel benchmarks (Ampere and Volta rows)
+  double attention_scale_hopper = 1.0;  // the same on Hopper (the kernel data differ per GPU in pass and head size)
   double memory_pressure_slowdown = 0.25;
   double jitter_cv = 0.01;              // per-rank compute-time noise (coefficient of variation)
   double gemm_scale_volta = 1.0, gemm_scale_ampere = 1.0, gemm_scale_hopper = 1.0;  // sustained GEMMs per generation
+  double triton_attention_scale = 1.0;  // FlashAttention in Triton against the paper's FA2 ratios
   static const std::vector<std::string>& names();
   std::vector<double> values() const;
   static CorpusConstants from(const std::vector<double>& v);

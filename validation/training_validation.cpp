@@ -105,6 +105,7 @@ std::vector<TrainingRow> load_mosaicml(const CsvTable& t) {
     tr["micro_batch"] = integer(f("MicroBatchSize"), t.file, r.line, "MicroBatchSize");
     tr["global_batch"] = integer(f("GlobalBatchSize"), t.file, r.line, "GlobalBatchSize");
     tr["precision"] = "bf16", tr["activation_checkpointing"] = ckpt, tr["flash_attention"] = true;
+    tr["attention_kernel"] = "triton";  // llm-foundry submit_benchmarks.py --attn_impl default 'triton' (flash_attn_triton.py)
     y["strategy"]["kind"] = "hsdp";
     y["strategy"]["partition_size"] = gpus;
     row.scenario_yaml = emit(y);

@@ -12,7 +12,7 @@ bool Calibration::empty() const {
          !intra_ramp_min && !intra_ramp_half_bytes && !inter_ramp_min && !inter_ramp_half_bytes && !call_overhead_s &&
          !gemm_efficiency && !gemm_dim_half && !gemm_overhead_s && !attention_efficiency && !hbm_efficiency &&
          !kernel_overhead_s && !interference && !memory_pressure_onset && !memory_pressure_slowdown &&
-         !attention_backward_efficiency && !gemm_fp8_efficiency && !eager_scale && !jitter_cv && !attention_scale && !host_launch_s && !gemm_scale;
+         !attention_backward_efficiency && !gemm_fp8_efficiency && !eager_scale && !jitter_cv && !attention_scale && !host_launch_s && !gemm_scale && !triton_attention_scale;
 }
 
 void Calibration::apply(NetworkParams& net) const {
@@ -47,9 +47,10 @@ void Calibration::apply(ComputeCalibration& c) const {
   if (eager_scale) c.eager_scale = *eager_scale;
   if (jitter_cv) c.jitter_cv = *jitter_cv;
   if (attention_scale) c.attention_scale = *attention_scale;
+  if (triton_attention_scale) c.triton_attention_scale = *triton_attention_scale;
   if (host_launch_s) c.host_launch_s = *host_launch_s;
   if (gemm_scale) c.gemm_scale = *gemm_scale;
-  if (eager_scale || jitter_cv || attention_scale || host_launch_s || gemm_scale ||
+  if (eager_scale || jitter_cv || attention_scale || host_launch_s || gemm_scale || triton_attention_scale ||
       gemm_efficiency || gemm_dim_half || gemm_overhead_s || attention_efficiency || hbm_efficiency || kernel_overhead_s ||
       interference || memory_pressure_onset || memory_pressure_slowdown || attention_backward_efficiency || gemm_fp8_efficiency)
     c.source = "calibration " + path;
@@ -92,9 +93,10 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
     cmp->check_keys({"gemm_efficiency", "gemm_dim_half", "gemm_overhead_us", "attention_efficiency",
                      "hbm_efficiency", "kernel_overhead_us", "interference", "memory_pressure_onset",
                      "memory_pressure_slowdown", "attention_backward_efficiency", "gemm_fp8_efficiency", "eager_scale",
-                     "jitter_cv", "attention_scale", "host_launch_us", "gemm_scale"});
+                     "jitter_cv", "attention_scale", "host_launch_us", "gemm_scale", "triton_attention_scale"});
     if (auto v = cmp->get("gemm_scale")) c.gemm_scale = v->as_double_in(0.1, 2.0);
     if (auto v = cmp->get("attention_scale")) c.attention_scale = v->as_double_in(0.1, 10.0);
+    if (auto v = cmp->get("triton_attention_scale")) c.triton_attention_scale = v->as_double_in(0.1, 10.0);
     if (auto v = cmp->get("host_launch_us")) c.host_launch_s = v->as_double_in(0.0, 1e4) * 1e-6;
     if (auto v = cmp->get("eager_scale")) c.eager_scale = v->as_double_in(0.0, 20.0);
     if (auto v = cmp->get("jitter_cv")) c.jitter_cv = v->as_double_in(0.0, 1.0);
@@ -147,6 +149,7 @@ std::string Calibration::to_yaml() const {
   put(cmp, "eager_scale", eager_scale);
   put(cmp, "jitter_cv", jitter_cv);
   put(cmp, "attention_scale", attention_scale);
+  put(cmp, "triton_attention_scale", triton_attention_scale);
   put(cmp, "host_launch_us", host_launch_s, 1e6);
   put(cmp, "gemm_scale", gemm_scale);
   put(cmp, "hbm_efficiency", hbm_efficiency);

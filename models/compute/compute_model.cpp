@@ -13,7 +13,11 @@ const char* to_string(Optimizer o) {
   return "?";
 }
 
-ComputeCalibration ComputeCalibration::defaults_for(const GpuSpec& gpu) {
+// FlashAttention-2 against FlashAttention in Triton on A100 (Dao 2023, arXiv 2307.08691 sec. 4.1:
+// "around 1.3-1.5x faster ... in the forward pass and around 2x faster in the backward pass").
+constexpr double kTritonFlashForwardRatio = 1.4, kTritonFlashBackwardRatio = 2.0;
+
+ComputeCalibration ComputeCalibration::defaults_for(const GpuSpec& gpu, AttentionKernel kernel) {
   ComputeCalibration c;
   c.gemm_efficiency = gpu.gemm_efficiency;
   c.gemm_dim_half = gpu.gemm_dim_half;
@@ -23,7 +27,24 @@ ComputeCalibration ComputeCalibration::defaults_for(const GpuSpec& gpu) {
   c.gemm_fp8_efficiency = gpu.gemm_fp8_efficiency;
   c.hbm_efficiency = gpu.hbm_efficiency;
   c.gemm_scale = gpu.sustained_gemm_scale;
+  if (gpu.sustained_attention_scale > 0) c.attention_scale = gpu.sustained_attention_scale;
   c.source = "catalog default for " + gpu.name + " (models/catalog/instances.yaml)";
+  c.attention_kernel = kernel;
+  if (kernel == AttentionKernel::Triton) {
+    // No sweep of the kernel is published per GPU: FlashAttention-2's terms over the paper's ratios
+    // (forward 1.4x, the middle of its 1.3-1.5x; backward 2x).
+    const double fa2_backward = c.attention_backward_efficiency > 0 ? c.attention_backward_efficiency : c.attention_efficiency;
+    c.attention_efficiency /= kTritonFlashForwardRatio, c.attention_backward_efficiency = fa2_backward / kTritonFlashBackwardRatio;
+    c.source += "; attention: FlashAttention in Triton at FlashAttention-2 / 1.4 forward, / 2 backward (Dao 2023, arXiv 2307.08691 sec. 4.1)";
+  } else if (kernel != AttentionKernel::FA2) {
+    const auto k = gpu.attention_kernels.find(kernel);
+    if (k != gpu.attention_kernels.end()) {
+      c.attention_efficiency = k->second.forward, c.attention_backward_efficiency = k->second.backward;
+      c.source += std::string("; attention: ") + to_string(kernel) + " kernel terms";
+    } else {
+      c.source += std::string("; attention: no ") + to_string(kernel) + " measurement for " + gpu.name + ", taken at its FlashAttention-2 terms";
+    }
+  }
   return c;
 }
 
@@ -52,7 +73,8 @@ double ComputeModel::pass_time(const PassWork& w, bool is_backward, bool flash_a
   // FLOPs as half, and its published efficiencies are on that count); materialised scores do not.
   if (w.causal && flash_attention) attn *= 0.5;
   const double attn_eff = is_backward && cal_.attention_backward_efficiency > 0 ? cal_.attention_backward_efficiency : cal_.attention_efficiency;
-  t += cal_.attention_scale * attn / (peak_ * attn_eff);
+  const double kernel_scale = cal_.attention_kernel == AttentionKernel::Triton ? cal_.triton_attention_scale : 1.0;
+  t += cal_.attention_scale * kernel_scale * attn / (peak_ * attn_eff);
   t += (w.elementwise_bytes + cal_.eager_scale * w.eager_bytes) / (hbm_ * cal_.hbm_efficiency);
   t += w.kernels * cal_.kernel_overhead_s;
   // The GPU can run no faster than the host launches its kernels (GEMMs and attention included).

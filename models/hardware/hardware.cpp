@@ -14,6 +14,16 @@ const char* to_string(GpuArch a) {
   return "?";
 }
 
+const char* to_string(AttentionKernel k) {
+  switch (k) {
+    case AttentionKernel::FA2: return "fa2";
+    case AttentionKernel::FA3: return "fa3";
+    case AttentionKernel::CuDNN: return "cudnn";
+    case AttentionKernel::Triton: return "triton";
+  }
+  return "?";
+}
+
 const char* to_string(Precision p) {
   switch (p) {
     case Precision::FP16: return "fp16";

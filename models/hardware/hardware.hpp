@@ -16,6 +16,20 @@ const char* to_string(Precision p);
 std::optional<Precision> parse_precision(const std::string& s);  // "fp16" | "bf16" | "fp32"
 inline int bytes_per_element(Precision p) { return p == Precision::FP32 ? 4 : 2; }
 
+// The fused attention kernel a stack runs (training.attention_kernel). fa2 is the FlashAttention-2
+// class, written for Ampere's mma.sync: flash-attn 2.x and PyTorch SDPA's flash backend; on Hopper it
+// reaches about 30 % of peak. fa3 (flash-attn 3) and cuDNN's fused attention use Hopper's wgmma/TMA
+// and reach 45-70 % there. triton is FlashAttention in Triton (flash_attn_triton.py on the pre-MLIR
+// Triton, llm-foundry's attn_impl: triton), which FlashAttention-2 outruns 1.3-1.5x forward and ~2x
+// backward (Dao 2023, arXiv 2307.08691 sec. 4.1, A100).
+enum class AttentionKernel { FA2, FA3, CuDNN, Triton };
+const char* to_string(AttentionKernel k);
+
+// A fused attention kernel's measured fractions of peak (backward 0 = as forward).
+struct AttentionKernelEfficiency {
+  double forward = 0, backward = 0;
+};
+
 struct GpuSpec {
   std::string name;
   GpuArch arch = GpuArch::Ampere;
@@ -25,12 +39,14 @@ struct GpuSpec {
   double gemm_efficiency = 0.8;           // achievable / peak for large GEMMs (default compute model)
   double gemm_dim_half = 32;              // GEMM efficiency x d/(d + half) for the smallest dimension d
   double gemm_overhead_s = 8e-6;          // fixed cost per GEMM (wave quantisation, tail)
-  double attention_efficiency = 0.4;      // attention kernels (FlashAttention or batched GEMMs), forward
+  double attention_efficiency = 0.4;      // attention kernels (FlashAttention-2 class or batched GEMMs), forward
   double attention_backward_efficiency = 0;  // backward (0 = as forward)
+  std::map<AttentionKernel, AttentionKernelEfficiency> attention_kernels;  // fa3, cudnn where measured on this GPU
   double peak_fp8_flops = 0;              // FLOP/s dense FP8 (0 = no FP8 tensor cores)
   double gemm_fp8_efficiency = 0;         // large FP8 GEMMs: achievable / FP8 peak (0 = as gemm_efficiency)
   double hbm_efficiency = 0.8;            // memory-bound kernels: achievable / HBM peak (STREAM-like copies)
   double sustained_gemm_scale = 1.0;      // GEMM efficiency in a training step / in a kernel benchmark (fitted on the corpus)
+  double sustained_attention_scale = 0;   // attention time in a training step / in its kernel benchmark (fitted; 0 = the compute default)
   std::string source;
   bool supports(Precision p) const { return peak_flops.count(p) > 0; }
   double peak(Precision p) const;         // throws std::logic_error if unsupported (validated earlier)

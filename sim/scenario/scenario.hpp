@@ -54,6 +54,7 @@ struct TrainingSpec {
   bool activation_checkpointing() const { return checkpointing != Checkpointing::None; }
   Optimizer optimizer = Optimizer::Adam;
   bool flash_attention = false;   // default: true on Ampere and newer, false on Volta
+  AttentionKernel attention_kernel = AttentionKernel::FA2;  // which fused kernel (training.attention_kernel)
   bool fused_kernels = true;      // false: minGPT-style eager code (decomposed GELU, transposed copies)
   CrossEntropy cross_entropy = CrossEntropy::Fused;  // how the loss is computed (its memory: see CrossEntropy)
   bool logits_kept_through_backward = false;         // the trainer holds the logits until the step ends (Composer)

@@ -115,7 +115,7 @@ ModelSpec parse_model(const YamlNode& n, std::vector<std::string>& inputs) {
 TrainingSpec parse_training(const YamlNode& n, const GpuSpec& gpu) {
   n.check_keys({"seq_len", "micro_batch", "global_batch", "grad_accumulation_steps", "precision", "activation_checkpointing",
                 "checkpoint_every", "optimizer", "flash_attention", "fused_kernels", "compile", "cross_entropy",
-                "logits_kept_through_backward"});
+                "logits_kept_through_backward", "attention_kernel"});
   TrainingSpec t;
   t.seq_len = n.at("seq_len").as_int_in(1, 1 << 22);
   t.micro_batch = n.at("micro_batch").as_int_in(1, 1 << 20);
@@ -166,6 +166,15 @@ TrainingSpec parse_training(const YamlNode& n, const GpuSpec& gpu) {
     t.flash_attention = f->as_bool();
     if (t.flash_attention && gpu.arch < GpuArch::Ampere)
       f->fail(fmt::format("FlashAttention needs an Ampere or newer GPU; {} is {}", gpu.name, to_string(gpu.arch)));
+  }
+  if (auto k = n.get("attention_kernel")) {
+    const std::string name = k->as_choice({"fa2", "fa3", "cudnn", "triton"});
+    for (AttentionKernel a : {AttentionKernel::FA2, AttentionKernel::FA3, AttentionKernel::CuDNN, AttentionKernel::Triton})
+      if (name == to_string(a)) t.attention_kernel = a;
+    if (!t.flash_attention) k->fail("a fused attention kernel needs flash_attention: true (materialised attention runs as batched GEMMs)");
+    // FlashAttention-3 is written for Hopper's wgmma and TMA (flash-attn hopper/ builds for sm90 only).
+    if (t.attention_kernel == AttentionKernel::FA3 && gpu.arch != GpuArch::Hopper)
+      k->fail(fmt::format("fa3 (FlashAttention-3) runs on Hopper GPUs only; {} is {}", gpu.name, to_string(gpu.arch)));
   }
   return t;
 }

@@ -1,0 +1,111 @@
+// training.attention_kernel: each fused attention kernel at its own measured efficiency (the
+// FlashAttention-2 class, FlashAttention-3, cuDNN, FlashAttention in Triton).
+#include <doctest/doctest.h>
+
+#include "helpers.hpp"
+#include "models/hardware/catalog.hpp"
+#include "validation/kernel_fit.hpp"
+
+using namespace micsim;
+using micsim::test::run;
+using micsim::test::run_cli;
+using micsim::test::scenario;
+using micsim::test::temp_file;
+
+namespace {
+
+std::string data_dir() { return std::string(MICSIM_SOURCE_DIR) + "/validation/data"; }
+
+// Llama-3-8B at 8k on one p5 node: attention is a fifth of the FLOPs, so the kernel shows.
+Scenario llama8k(std::vector<std::string> sets) {
+  sets.push_back("training.precision=bf16");
+  return scenario("p5.48xlarge", 1, "llama3-8b", "zero3", 1, 8, sets, 8192);
+}
+
+// One pass with attention only: its time is attention FLOPs over the kernel's rate.
+double attention_time(const ComputeCalibration& c, const GpuSpec& gpu, bool backward) {
+  PassWork w;
+  w.attention_flops = 1e15;
+  ComputeCalibration k = c;
+  k.kernel_overhead_s = 0, k.host_launch_s = 0;
+  return ComputeModel(gpu, Precision::BF16, k).pass_time(w, backward, true);
+}
+
+}  // namespace
+
+TEST_CASE("attention kernels: the H100 terms are the medians of the published rows of each kernel") {
+  const GpuSpec& h100 = HardwareCatalog::builtin().instance("p5.48xlarge").gpu;
+  const KernelFit fit = fit_kernels(h100, data_dir());
+  // FlashAttention-2 class: the four SDPA flash-backend forward rows at >= 2k (tritonbench d5f0a12):
+  // 293.208, 298.428, 287.696, 304.199 TFLOPS, median (293.208 + 298.428) / 2.
+  REQUIRE(fit.calibration.attention_efficiency.has_value());
+  CHECK(*fit.calibration.attention_efficiency == doctest::Approx((293.208 + 298.428) / 2 / 989).epsilon(1e-6));
+  CHECK(fit.attention_fwd_rows == 4);
+  CHECK_FALSE(fit.calibration.attention_backward_efficiency.has_value());  // no FA2 backward row
+  // The catalog carries those fits (3 decimals).
+  CHECK(h100.attention_efficiency == doctest::Approx(*fit.calibration.attention_efficiency).epsilon(0.002));
+  REQUIRE(fit.attention_kernels.count(AttentionKernel::FA3) == 1);
+  const AttentionKernelFit& fa3 = fit.attention_kernels.at(AttentionKernel::FA3);
+  REQUIRE(h100.attention_kernels.count(AttentionKernel::FA3) == 1);
+  CHECK(h100.attention_kernels.at(AttentionKernel::FA3).forward == doctest::Approx(fa3.efficiency.forward).epsilon(0.002));
+  CHECK(h100.attention_kernels.at(AttentionKernel::FA3).backward == doctest::Approx(fa3.efficiency.backward).epsilon(0.002));
+  // Hopper-native kernels are ~1.6x the Ampere-code class on the same die.
+  CHECK(fa3.efficiency.forward / *fit.calibration.attention_efficiency > 1.4);
+  const GpuSpec& h200 = HardwareCatalog::builtin().instance("p5e.48xlarge").gpu;
+  const KernelFit fit200 = fit_kernels(h200, data_dir());
+  REQUIRE(fit200.attention_kernels.count(AttentionKernel::CuDNN) == 1);
+  CHECK(h200.attention_kernels.at(AttentionKernel::CuDNN).forward ==
+        doctest::Approx(fit200.attention_kernels.at(AttentionKernel::CuDNN).efficiency.forward).epsilon(0.002));
+  CHECK(h200.attention_efficiency == h100.attention_efficiency);  // FA2 as H100: same compute die
+}
+
+TEST_CASE("attention kernels: FlashAttention in Triton runs at FA2 / 1.4 forward and FA2 / 2 backward, times its constant") {
+  const GpuSpec& a100 = HardwareCatalog::builtin().instance("p4de.24xlarge").gpu;
+  ComputeCalibration fa2 = ComputeCalibration::defaults_for(a100);
+  ComputeCalibration triton = ComputeCalibration::defaults_for(a100, AttentionKernel::Triton);
+  for (double k : {1.0, 0.83}) {
+    fa2.triton_attention_scale = triton.triton_attention_scale = k;
+    CHECK(attention_time(triton, a100, false) / attention_time(fa2, a100, false) == doctest::Approx(1.4 * k));
+    CHECK(attention_time(triton, a100, true) / attention_time(fa2, a100, true) == doctest::Approx(2.0 * k));
+  }
+  CHECK(triton.source.find("arXiv 2307.08691") != std::string::npos);
+}
+
+TEST_CASE("attention kernels: fa3 and cuDNN faster than fa2 on Hopper, Triton slower; fa2 is the default to the bit") {
+  const double t_default = run(llama8k({})).iteration_time_s;
+  const double fa2 = run(llama8k({"training.attention_kernel=fa2"})).iteration_time_s;
+  const double fa3 = run(llama8k({"training.attention_kernel=fa3"})).iteration_time_s;
+  const double cudnn = run(llama8k({"training.attention_kernel=cudnn"})).iteration_time_s;
+  const double triton = run(llama8k({"training.attention_kernel=triton"})).iteration_time_s;
+  CHECK(fa2 == t_default);
+  CHECK(fa3 < fa2);
+  CHECK(cudnn < fa3);  // cuDNN's H200 rows (0.651) above FA3's H100 rows (0.470)
+  CHECK(triton > fa2);
+  // The kernel changes time, not FLOPs or memory.
+  CHECK(run(llama8k({"training.attention_kernel=fa3"})).memory.peak_bytes == run(llama8k({})).memory.peak_bytes);
+}
+
+TEST_CASE("attention kernels: a kernel not measured on the GPU runs at its FA2 terms and says so; bad keys are errors") {
+  const Scenario fa2 = scenario("p4de.24xlarge", 1, "llama2-7b", "zero3", 1, 8, {"training.precision=bf16"}, 4096);
+  const Scenario cudnn = scenario("p4de.24xlarge", 1, "llama2-7b", "zero3", 1, 8,
+                                  {"training.precision=bf16", "training.attention_kernel=cudnn"}, 4096);
+  const auto r = run(cudnn);
+  CHECK(r.iteration_time_s == run(fa2).iteration_time_s);
+  bool said = false;
+  for (const auto& s : r.sources) said |= s.find("no cudnn measurement for A100") != std::string::npos;
+  CHECK(said);
+  CHECK_THROWS_WITH_AS(scenario("p4de.24xlarge", 1, "llama2-7b", "zero3", 1, 8, {"training.attention_kernel=fa3"}, 4096),
+                       doctest::Contains("Hopper GPUs only"), InputError);
+  CHECK_THROWS_WITH_AS(scenario("p5.48xlarge", 1, "llama2-7b", "zero3", 1, 8,
+                                {"training.flash_attention=false", "training.attention_kernel=fa3"}, 4096),
+                       doctest::Contains("flash_attention: true"), InputError);
+  // From the command line: exit status 2, the file, line and key.
+  const std::string f = temp_file("kernel.yaml",
+                                  "cluster: {instance: p5.48xlarge, nodes: 1}\nmodel: {preset: llama2-7b}\n"
+                                  "training: {seq_len: 4096, micro_batch: 1, global_batch: 8, attention_kernel: flash9}\n"
+                                  "strategy: {kind: zero3}\n");
+  const auto c = run_cli("simulate " + f);
+  CHECK(c.status == 2);
+  CHECK(c.output.find("kernel.yaml:3") != std::string::npos);
+  CHECK(c.output.find("attention_kernel") != std::string::npos);
+}
