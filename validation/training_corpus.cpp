@@ -218,7 +218,7 @@ std::vector<CorpusRow> load_training_corpus(const std::string& dir) {
       const std::string flash = f("flash_attention");
       if (flash == "true" || flash == "false") tr["flash_attention"] = flash == "true" && spec->arch >= GpuArch::Ampere;
       // The fused kernel where the source names it (FlashAttention-3, cuDNN through Transformer Engine);
-      // empty = the FlashAttention-2 class that SDPA's flash backend, flash-attn 2 and Triton FA run.
+      // empty = the FlashAttention-2 class that SDPA's flash backend and flash-attn 2 run.
       const std::string kernel = f("attention_kernel");
       if (!kernel.empty() && kernel != "fa2") tr["attention_kernel"] = kernel, tr["flash_attention"] = true;
       row.triton_attention = kernel == "triton";
