@@ -63,8 +63,8 @@ Runner add_calibrate(CLI::App& app) {
       show("gemm_dim_half", kf.calibration.gemm_dim_half, kf.gemm_rows);
       show("gemm_overhead_us", kf.calibration.gemm_overhead_s, kf.gemm_rows, 1e6);
       show("gemm_fp8_efficiency", kf.calibration.gemm_fp8_efficiency, kf.fp8_rows);
-      show("attention_efficiency", kf.calibration.attention_efficiency, kf.attention_fwd_rows);
-      show("attention_backward_efficiency", kf.calibration.attention_backward_efficiency, kf.attention_bwd_rows);
+      show("attention_efficiency", kf.calibration.attention_efficiency, kf.fa2().forward_rows);
+      show("attention_backward_efficiency", kf.calibration.attention_backward_efficiency, kf.fa2().backward_rows);
       show("hbm_efficiency", kf.calibration.hbm_efficiency, kf.hbm_rows);
       // The other fused kernels go to the catalog's attention_kernels (a calibration file holds the
       // kernel the user's stack runs, as attention_efficiency).

@@ -40,7 +40,7 @@ TEST_CASE("attention kernels: the H100 terms are the medians of the published ro
   // 293.208, 298.428, 287.696, 304.199 TFLOPS, median (293.208 + 298.428) / 2.
   REQUIRE(fit.calibration.attention_efficiency.has_value());
   CHECK(*fit.calibration.attention_efficiency == doctest::Approx((293.208 + 298.428) / 2 / 989).epsilon(1e-6));
-  CHECK(fit.attention_fwd_rows == 4);
+  CHECK(fit.fa2().forward_rows == 4);
   CHECK_FALSE(fit.calibration.attention_backward_efficiency.has_value());  // no FA2 backward row
   // The catalog carries those fits (3 decimals).
   CHECK(h100.attention_efficiency == doctest::Approx(*fit.calibration.attention_efficiency).epsilon(0.002));
@@ -108,4 +108,21 @@ TEST_CASE("attention kernels: a kernel not measured on the GPU runs at its FA2 t
   CHECK(c.status == 2);
   CHECK(c.output.find("kernel.yaml:3") != std::string::npos);
   CHECK(c.output.find("attention_kernel") != std::string::npos);
+}
+
+TEST_CASE("attention kernels: a calibration's attention terms replace the named kernel's, with a warning") {
+  const std::string cal = temp_file("kernel-cal.yaml",
+                                    "instance: p5.48xlarge\ncompute: {attention_efficiency: 0.3, attention_backward_efficiency: 0.3}\n");
+  auto yaml = [&](const std::string& kernel) {
+    return "cluster: {instance: p5.48xlarge, nodes: 1}\nmodel: {preset: llama3-8b}\n"
+           "training: {seq_len: 8192, micro_batch: 1, global_batch: 8, precision: bf16, attention_kernel: " + kernel + "}\n"
+           "strategy: {kind: zero3}\ncalibration: " + cal + "\n";
+  };
+  const Scenario fa3 = parse_scenario_text(yaml("fa3"), "<test>"), fa2 = parse_scenario_text(yaml("fa2"), "<test>");
+  bool warned = false;
+  for (const auto& w : fa3.warnings) warned |= w.find("replace the fa3 kernel") != std::string::npos;
+  CHECK(warned);
+  CHECK(fa2.warnings.empty());
+  // The calibration wins: both run attention at 0.3 of peak, forward and backward.
+  CHECK(run(fa3).iteration_time_s == run(fa2).iteration_time_s);
 }

@@ -141,11 +141,9 @@ KernelFit fit_kernels(const GpuSpec& gpu, const std::string& data_dir) {
     if (!p.first.empty()) k.efficiency.forward = median(p.first), k.forward_rows = p.first.size();
     if (!p.second.empty()) k.efficiency.backward = median(p.second), k.backward_rows = p.second.size();
   }
-  if (auto fa2 = fit.attention_kernels.find(AttentionKernel::FA2); fa2 != fit.attention_kernels.end()) {
-    const AttentionKernelFit& k = fa2->second;
-    if (k.forward_rows) fit.calibration.attention_efficiency = k.efficiency.forward, fit.attention_fwd_rows = k.forward_rows;
-    if (k.backward_rows) fit.calibration.attention_backward_efficiency = k.efficiency.backward, fit.attention_bwd_rows = k.backward_rows;
-  }
+  const AttentionKernelFit fa2 = fit.fa2();
+  if (fa2.forward_rows) fit.calibration.attention_efficiency = fa2.efficiency.forward;
+  if (fa2.backward_rows) fit.calibration.attention_backward_efficiency = fa2.efficiency.backward;
   // HBM: STREAM-like copies (BabelStream copy/mul/add/triad, tensor copies): achieved / datasheet peak.
   std::vector<double> hbm;
   for (const auto& f : csv_files(root / "hbm")) {

@@ -32,8 +32,13 @@ std::optional<AttentionKernel> attention_kernel_of_impl(const std::string& impl)
 
 struct KernelFit {
   Calibration calibration;          // the fitted terms (those with rows); attention = the FlashAttention-2 class
-  size_t gemm_rows = 0, fp8_rows = 0, attention_fwd_rows = 0, attention_bwd_rows = 0, hbm_rows = 0;
+  size_t gemm_rows = 0, fp8_rows = 0, hbm_rows = 0;
   std::map<AttentionKernel, AttentionKernelFit> attention_kernels;  // every kernel with rows, fa2 included
+  // The FlashAttention-2 class's fit (what calibration.attention_efficiency holds); empty without rows.
+  AttentionKernelFit fa2() const {
+    const auto k = attention_kernels.find(AttentionKernel::FA2);
+    return k == attention_kernels.end() ? AttentionKernelFit{} : k->second;
+  }
   std::vector<std::string> files;   // sources used
   std::vector<KernelRowError> rows; // per-row error after the fit
 };

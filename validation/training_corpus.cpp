@@ -322,12 +322,12 @@ const std::vector<std::string>& CorpusConstants::names() {
   return n;
 }
 std::vector<double> CorpusConstants::values() const {
-  return {host_launch_s * 1e6, attention_scale, memory_pressure_slowdown, jitter_cv, gemm_scale_volta, gemm_scale_ampere, gemm_scale_hopper,
+  return {host_launch_s * 1e6, attention_scale_ampere, memory_pressure_slowdown, jitter_cv, gemm_scale_volta, gemm_scale_ampere, gemm_scale_hopper,
           triton_attention_scale, attention_scale_hopper};
 }
 CorpusConstants CorpusConstants::from(const std::vector<double>& v) {
   CorpusConstants k;
-  k.host_launch_s = v[0] * 1e-6, k.attention_scale = v[1], k.memory_pressure_slowdown = v[2], k.jitter_cv = v[3];
+  k.host_launch_s = v[0] * 1e-6, k.attention_scale_ampere = v[1], k.memory_pressure_slowdown = v[2], k.jitter_cv = v[3];
   k.gemm_scale_volta = v[4], k.gemm_scale_ampere = v[5], k.gemm_scale_hopper = v[6];
   k.triton_attention_scale = v[7], k.attention_scale_hopper = v[8];
   return k;
@@ -357,7 +357,7 @@ std::vector<CorpusPrediction> predict_corpus(const std::vector<CorpusRow>& rows,
       sc.calibration.triton_attention_scale = k.triton_attention_scale;
       const GpuArch a = sc.cluster.instance.gpu.arch;
       sc.calibration.gemm_scale = a == GpuArch::Volta ? k.gemm_scale_volta : a >= GpuArch::Hopper ? k.gemm_scale_hopper : k.gemm_scale_ampere;
-      sc.calibration.attention_scale = a >= GpuArch::Hopper ? k.attention_scale_hopper : k.attention_scale;
+      sc.calibration.attention_scale = a >= GpuArch::Hopper ? k.attention_scale_hopper : k.attention_scale_ampere;
       SimulationResult r = simulate_analytic(prepare_simulation(sc));
       out[i].predicted = r.tokens_per_s / r.world_size;
       out[i].fits = r.memory.fits;

@@ -42,7 +42,7 @@ std::vector<CorpusRow> load_training_corpus(const std::string& dir);
 // Constants fitted on the corpus (the rest of the model comes from the catalog and the kernel data).
 struct CorpusConstants {
   double host_launch_s = 0;             // CPU time per kernel launch (launch-bound passes; not fitted)
-  double attention_scale = 1.0;         // in-training attention vs the kernel benchmarks (Ampere and Volta rows)
+  double attention_scale_ampere = 1.0;  // in-training attention vs the kernel benchmarks (Ampere and Volta rows)
   double attention_scale_hopper = 1.0;  // the same on Hopper (the kernel data differ per GPU in pass and head size)
   double memory_pressure_slowdown = 0.25;
   double jitter_cv = 0.01;              // per-rank compute-time noise (coefficient of variation)

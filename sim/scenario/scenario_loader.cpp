@@ -442,6 +442,13 @@ Scenario parse_scenario(const YamlNode& root) {
     sc.calibration = load_calibration(path);
     sc.input_files.push_back(path);
     sc.calibration.check_applies_to(sc.cluster.instance.name, c->location());
+    // A calibration's attention terms are those of the kernel it measured (`calibrate --kernels` writes
+    // the FlashAttention-2 class's); they replace the catalog's terms of the kernel named here.
+    if ((sc.calibration.attention_efficiency || sc.calibration.attention_backward_efficiency) &&
+        sc.training.attention_kernel != AttentionKernel::FA2)
+      sc.warnings.push_back(fmt::format("{}: calibration {}: its attention efficiencies replace the {} kernel's catalog terms "
+                                        "(they are those of the kernel it measured)",
+                                        c->location().str(), path, to_string(sc.training.attention_kernel)));
   }
 
   // Cross-field checks, reported at the key the user has to change. Products of user numbers are
