@@ -65,19 +65,25 @@ Runner add_calibrate(CLI::App& app) {
       show("gemm_fp8_efficiency", kf.calibration.gemm_fp8_efficiency, kf.fp8_rows);
       show("attention_efficiency", kf.calibration.attention_efficiency, kf.fa2().forward_rows);
       show("attention_backward_efficiency", kf.calibration.attention_backward_efficiency, kf.fa2().backward_rows);
+      show("attention_seq_half_causal", kf.calibration.attention_seq_half_causal, kf.fa2().causal_sweep_rows);
+      show("attention_seq_half_full", kf.calibration.attention_seq_half_full, kf.fa2().full_sweep_rows);
       show("hbm_efficiency", kf.calibration.hbm_efficiency, kf.hbm_rows);
       // The other fused kernels go to the catalog's attention_kernels (a calibration file holds the
       // kernel the user's stack runs, as attention_efficiency).
       for (const auto& [kernel, k] : kf.attention_kernels) {
         if (kernel == AttentionKernel::FA2) continue;
-        log << fmt::format("  attention_kernels.{}: forward {}, backward {}  ({} + {} rows; catalog key, not written to the calibration)\n",
+        auto half = [](size_t rows, double h) { return rows ? fmt::format("{:.0f}", h) : std::string("not fitted"); };
+        log << fmt::format("  attention_kernels.{}: forward {}, backward {}, seq_half causal {}, full {}  ({} + {} rows, sweeps {} + {}; "
+                           "catalog key, not written to the calibration)\n",
                            to_string(kernel), k.forward_rows ? fmt::format("{:.4g}", k.efficiency.forward) : "not fitted",
-                           k.backward_rows ? fmt::format("{:.4g}", k.efficiency.backward) : "not fitted", k.forward_rows,
-                           k.backward_rows);
+                           k.backward_rows ? fmt::format("{:.4g}", k.efficiency.backward) : "not fitted",
+                           half(k.causal_sweep_rows, k.efficiency.seq_half.causal), half(k.full_sweep_rows, k.efficiency.seq_half.full),
+                           k.forward_rows, k.backward_rows, k.causal_sweep_rows, k.full_sweep_rows);
       }
       for (auto field : {&Calibration::gemm_efficiency, &Calibration::gemm_dim_half, &Calibration::gemm_overhead_s,
                          &Calibration::gemm_fp8_efficiency, &Calibration::attention_efficiency,
-                         &Calibration::attention_backward_efficiency, &Calibration::hbm_efficiency})
+                         &Calibration::attention_backward_efficiency, &Calibration::attention_seq_half_causal,
+                         &Calibration::attention_seq_half_full, &Calibration::hbm_efficiency})
         if (kf.calibration.*field) c.*field = kf.calibration.*field;
       sources.push_back("published kernel measurements: " + join_choices(kf.files));
     }

@@ -52,6 +52,7 @@ json gpu_json(const GpuSpec& g) {
           {"hbm_tbytes_per_s", g.hbm_bytes_per_s / 1e12},
           {"gemm_efficiency", g.gemm_efficiency},
           {"attention_efficiency", g.attention_efficiency},
+          {"attention_seq_half_tokens", {{"causal", g.attention_seq_half.causal}, {"full", g.attention_seq_half.full}}},
           {"source", g.source}};
 }
 

@@ -40,6 +40,72 @@ double number(const std::string& s) {
   return s.empty() || *end ? NAN : v;
 }
 
+// One published attention row of this GPU: its kernel, mask, pass, length and fraction of peak; rows
+// of one sweep (same file, pass, head size, dtype and mask) share an efficiency.
+struct AttentionRow {
+  AttentionKernel kernel;
+  bool causal = false, backward = false;
+  double seq = 0, efficiency = 0, head_dim = 0;
+  std::string sweep, file;
+  int line = 0;
+};
+
+// The length at which the kernel runs at half its long-sequence rate (AttentionSeqHalf), fitted on
+// the sweeps among `rows` (those with two lengths at least 2x apart): least squares on the logarithm
+// of efficiency x (S + half) / S, each sweep at its own level. Returns the rows used (0 = no sweep).
+size_t fit_seq_half(const std::vector<const AttentionRow*>& rows, double& half) {
+  std::map<std::string, std::vector<const AttentionRow*>> sweeps;
+  for (const auto* r : rows) sweeps[r->sweep].push_back(r);
+  std::vector<std::vector<const AttentionRow*>> used;
+  size_t n = 0;
+  for (auto& [name, v] : sweeps) {
+    const auto [lo, hi] = std::minmax_element(v.begin(), v.end(), [](auto* a, auto* b) { return a->seq < b->seq; });
+    if ((*hi)->seq >= 2 * (*lo)->seq) used.push_back(v), n += v.size();
+  }
+  if (used.empty()) return 0;
+  double best = INFINITY;
+  for (double h = 0; h <= 8192; h += 8) {  // one dimension, a smooth cost: a grid is exact enough
+    double sse = 0;
+    for (const auto& v : used) {
+      std::vector<double> l;
+      for (const auto* r : v) l.push_back(std::log(r->efficiency * (r->seq + h) / r->seq));
+      double mean = 0;
+      for (double x : l) mean += x / double(l.size());
+      for (double x : l) sse += (x - mean) * (x - mean);
+    }
+    if (sse < best) best = sse, half = h;
+  }
+  return n;
+}
+
+void fit_attention_kernel(AttentionKernel kernel, const std::vector<AttentionRow>& all, KernelFit& fit) {
+  std::vector<const AttentionRow*> causal, full;
+  for (const auto& r : all)
+    if (r.kernel == kernel) (r.causal ? causal : full).push_back(&r);
+  if (causal.empty() && full.empty()) return;
+  AttentionKernelFit& k = fit.attention_kernels[kernel];
+  AttentionSeqHalf& h = k.efficiency.seq_half;
+  k.causal_sweep_rows = fit_seq_half(causal, h.causal);
+  k.full_sweep_rows = fit_seq_half(full, h.full);
+  // The level from rows at head size 128 where there are any: every model of 1B parameters and more
+  // in the corpus has it, and at 64 the kernels run slower (FlashAttention-3 on H100: 416 against
+  // 614 TFLOP/s at 8k, tritonbench); the length terms above take every sweep.
+  const bool have_128 = std::any_of(all.begin(), all.end(), [&](const AttentionRow& r) { return r.kernel == kernel && r.head_dim == 128; });
+  std::vector<double> forward, backward;
+  for (const auto* set : {&causal, &full})
+    for (const auto* r : *set)
+      if (!have_128 || r->head_dim == 128) (r->backward ? backward : forward).push_back(r->efficiency / h.factor(r->seq, r->causal));
+  if (!forward.empty()) k.efficiency.forward = median(forward), k.forward_rows = forward.size();
+  if (!backward.empty()) k.efficiency.backward = median(backward), k.backward_rows = backward.size();
+  for (const auto* set : {&causal, &full})
+    for (const auto* r : *set) {
+      const double long_eff = r->backward && k.backward_rows ? k.efficiency.backward : k.efficiency.forward;
+      fit.rows.push_back({fmt::format("attention {} {} s={:.0f}{}", to_string(kernel), r->backward ? "bwd" : "fwd", r->seq,
+                                      r->causal ? " causal" : ""),
+                          r->file, r->line, long_eff * h.factor(r->seq, r->causal) / r->efficiency - 1});
+    }
+}
+
 }  // namespace
 
 bool gpu_row_matches(const std::string& row_gpu, const std::string& gpu) {
@@ -115,35 +181,36 @@ KernelFit fit_kernels(const GpuSpec& gpu, const std::string& data_dir) {
                             m.gemm_time(r->shape, true) / r->time_s - 1});
     }
   }
-  // Attention: 16-bit fused kernels at training lengths (>= 2k), per kernel, since the FlashAttention-2
-  // class (Ampere code) and Hopper-native kernels (FlashAttention-3, cuDNN) differ ~1.6x on Hopper.
-  // FLOPs counted as the benchmarks count them (causal = half), so the efficiency is what the compute
-  // model applies after its own causal halving. The default terms are the FlashAttention-2 class's.
-  std::map<AttentionKernel, std::pair<std::vector<double>, std::vector<double>>> passes;
+  // Attention: 16-bit fused kernels, per kernel, since the FlashAttention-2 class (Ampere code) and
+  // Hopper-native kernels (FlashAttention-3, cuDNN) differ ~1.6x on Hopper. FLOPs counted as the
+  // benchmarks count them (causal = half), so the efficiency is what the compute model applies after
+  // its own causal halving. The default terms are the FlashAttention-2 class's.
+  std::vector<AttentionRow> attention;
   for (const auto& f : csv_files(root / "attention")) {
     CsvTable t = load_csv(f);
     bool used = false;
-    for (const auto& row : t.rows) {
+    for (size_t i = 0; i < t.rows.size(); ++i) {
+      const auto& row = t.rows[i];
       auto cell = [&](const char* c) { return t.column(c) >= 0 ? row.fields[t.column(c)] : std::string(); };
       const std::string dtype = cell("dtype"), pass = cell("pass");
       const auto kernel = attention_kernel_of_impl(cell("impl"));
       if (!gpu_row_matches(cell("gpu"), gpu.name) || !kernel || (dtype != "bf16" && dtype != "fp16")) continue;
+      if (pass != "fwd" && pass != "bwd") continue;
       const double tflops = number(cell("tflops")), seq = number(cell("seq_len"));
-      if (!(tflops > 0) || !(seq >= 2048)) continue;
-      const double eff = tflops * 1e12 / gpu.peak(Precision::BF16);
-      if (pass == "fwd") passes[*kernel].first.push_back(eff), used = true;
-      if (pass == "bwd") passes[*kernel].second.push_back(eff), used = true;
+      if (!(tflops > 0) || !(seq > 0)) continue;
+      AttentionRow r{*kernel, cell("causal") == "True", pass == "bwd", seq, tflops * 1e12 / gpu.peak(Precision::BF16),
+                     number(cell("head_dim")), f + "|" + pass + "|" + cell("head_dim") + "|" + dtype + "|" + cell("causal"), f, row.line};
+      attention.push_back(r), used = true;
     }
     if (used) fit.files.push_back(f);
   }
-  for (const auto& [kernel, p] : passes) {
-    AttentionKernelFit& k = fit.attention_kernels[kernel];
-    if (!p.first.empty()) k.efficiency.forward = median(p.first), k.forward_rows = p.first.size();
-    if (!p.second.empty()) k.efficiency.backward = median(p.second), k.backward_rows = p.second.size();
-  }
+  for (AttentionKernel kernel : {AttentionKernel::FA2, AttentionKernel::FA3, AttentionKernel::CuDNN})
+    fit_attention_kernel(kernel, attention, fit);
   const AttentionKernelFit fa2 = fit.fa2();
   if (fa2.forward_rows) fit.calibration.attention_efficiency = fa2.efficiency.forward;
   if (fa2.backward_rows) fit.calibration.attention_backward_efficiency = fa2.efficiency.backward;
+  if (fa2.causal_sweep_rows) fit.calibration.attention_seq_half_causal = fa2.efficiency.seq_half.causal;
+  if (fa2.full_sweep_rows) fit.calibration.attention_seq_half_full = fa2.efficiency.seq_half.full;
   // HBM: STREAM-like copies (BabelStream copy/mul/add/triad, tensor copies): achieved / datasheet peak.
   std::vector<double> hbm;
   for (const auto& f : csv_files(root / "hbm")) {

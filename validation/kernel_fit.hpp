@@ -21,10 +21,13 @@ struct KernelRowError {
   double error = 0;  // predicted / measured - 1 with the fitted constants
 };
 
-// One fused attention kernel's fit: medians of its 16-bit rows at training lengths.
+// One fused attention kernel's fit on its 16-bit rows: the length terms (seq_half, causal and full
+// masks apart) on the sweeps among them, then the long-sequence efficiency of each pass as the median
+// of what each row implies once its length factor is taken out.
 struct AttentionKernelFit {
-  AttentionKernelEfficiency efficiency;  // 0 where no rows of that pass
+  AttentionKernelEfficiency efficiency;  // 0 where no rows of that pass; efficiency.seq_half 0 where no sweep
   size_t forward_rows = 0, backward_rows = 0;
+  size_t causal_sweep_rows = 0, full_sweep_rows = 0;  // rows that fitted seq_half.causal / .full
 };
 
 // Which kernel a published attention row ran (its impl column); nullopt = not a fused kernel.

@@ -12,7 +12,8 @@ bool Calibration::empty() const {
          !intra_ramp_min && !intra_ramp_half_bytes && !inter_ramp_min && !inter_ramp_half_bytes && !call_overhead_s &&
          !gemm_efficiency && !gemm_dim_half && !gemm_overhead_s && !attention_efficiency && !hbm_efficiency &&
          !kernel_overhead_s && !interference && !memory_pressure_onset && !memory_pressure_slowdown &&
-         !attention_backward_efficiency && !gemm_fp8_efficiency && !eager_scale && !jitter_cv && !attention_scale && !host_launch_s && !gemm_scale && !triton_attention_scale;
+         !attention_backward_efficiency && !gemm_fp8_efficiency && !eager_scale && !jitter_cv && !attention_scale && !host_launch_s && !gemm_scale && !triton_attention_scale &&
+         !attention_seq_half_causal && !attention_seq_half_full;
 }
 
 void Calibration::apply(NetworkParams& net) const {
@@ -50,7 +51,11 @@ void Calibration::apply(ComputeCalibration& c) const {
   if (triton_attention_scale) c.triton_attention_scale = *triton_attention_scale;
   if (host_launch_s) c.host_launch_s = *host_launch_s;
   if (gemm_scale) c.gemm_scale = *gemm_scale;
-  if (eager_scale || jitter_cv || attention_scale || host_launch_s || gemm_scale || triton_attention_scale ||
+  // Attention terms measured on the user's kernel replace the catalog's whole: its length terms too
+  // (none given = a rate that does not depend on length).
+  if (attention_efficiency || attention_backward_efficiency || attention_seq_half_causal || attention_seq_half_full)
+    c.attention_seq_half = {attention_seq_half_causal.value_or(0), attention_seq_half_full.value_or(0)};
+  if (attention_seq_half_causal || attention_seq_half_full || eager_scale || jitter_cv || attention_scale || host_launch_s || gemm_scale || triton_attention_scale ||
       gemm_efficiency || gemm_dim_half || gemm_overhead_s || attention_efficiency || hbm_efficiency || kernel_overhead_s ||
       interference || memory_pressure_onset || memory_pressure_slowdown || attention_backward_efficiency || gemm_fp8_efficiency)
     c.source = "calibration " + path;
@@ -93,7 +98,10 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
     cmp->check_keys({"gemm_efficiency", "gemm_dim_half", "gemm_overhead_us", "attention_efficiency",
                      "hbm_efficiency", "kernel_overhead_us", "interference", "memory_pressure_onset",
                      "memory_pressure_slowdown", "attention_backward_efficiency", "gemm_fp8_efficiency", "eager_scale",
-                     "jitter_cv", "attention_scale", "host_launch_us", "gemm_scale", "triton_attention_scale"});
+                     "jitter_cv", "attention_scale", "host_launch_us", "gemm_scale", "triton_attention_scale",
+                     "attention_seq_half_causal", "attention_seq_half_full"});
+    if (auto v = cmp->get("attention_seq_half_causal")) c.attention_seq_half_causal = v->as_double_in(0.0, 1e6);
+    if (auto v = cmp->get("attention_seq_half_full")) c.attention_seq_half_full = v->as_double_in(0.0, 1e6);
     if (auto v = cmp->get("gemm_scale")) c.gemm_scale = v->as_double_in(0.1, 2.0);
     if (auto v = cmp->get("attention_scale")) c.attention_scale = v->as_double_in(0.1, 10.0);
     if (auto v = cmp->get("triton_attention_scale")) c.triton_attention_scale = v->as_double_in(0.1, 10.0);
@@ -145,6 +153,8 @@ std::string Calibration::to_yaml() const {
   put(cmp, "gemm_overhead_us", gemm_overhead_s, 1e6);
   put(cmp, "attention_efficiency", attention_efficiency);
   put(cmp, "attention_backward_efficiency", attention_backward_efficiency);
+  put(cmp, "attention_seq_half_causal", attention_seq_half_causal);
+  put(cmp, "attention_seq_half_full", attention_seq_half_full);
   put(cmp, "gemm_fp8_efficiency", gemm_fp8_efficiency);
   put(cmp, "eager_scale", eager_scale);
   put(cmp, "jitter_cv", jitter_cv);

@@ -27,7 +27,8 @@ struct Calibration {
       nvls_efficiency, intra_ramp_min, intra_ramp_half_bytes, inter_ramp_min, inter_ramp_half_bytes, call_overhead_s;
   std::optional<double> gemm_efficiency, gemm_dim_half, gemm_overhead_s, attention_efficiency, hbm_efficiency,
       kernel_overhead_s, interference, memory_pressure_onset, memory_pressure_slowdown, attention_backward_efficiency,
-      gemm_fp8_efficiency, eager_scale, jitter_cv, attention_scale, host_launch_s, gemm_scale, triton_attention_scale;
+      gemm_fp8_efficiency, eager_scale, jitter_cv, attention_scale, host_launch_s, gemm_scale, triton_attention_scale,
+      attention_seq_half_causal, attention_seq_half_full;
 
   bool empty() const;
   void apply(NetworkParams& net) const;

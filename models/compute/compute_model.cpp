@@ -24,6 +24,7 @@ ComputeCalibration ComputeCalibration::defaults_for(const GpuSpec& gpu, Attentio
   c.gemm_overhead_s = gpu.gemm_overhead_s;
   c.attention_efficiency = gpu.attention_efficiency;
   c.attention_backward_efficiency = gpu.attention_backward_efficiency;
+  c.attention_seq_half = gpu.attention_seq_half;
   c.gemm_fp8_efficiency = gpu.gemm_fp8_efficiency;
   c.hbm_efficiency = gpu.hbm_efficiency;
   c.gemm_scale = gpu.sustained_gemm_scale;
@@ -40,6 +41,8 @@ ComputeCalibration ComputeCalibration::defaults_for(const GpuSpec& gpu, Attentio
     const auto k = gpu.attention_kernels.find(kernel);
     if (k != gpu.attention_kernels.end()) {
       c.attention_efficiency = k->second.forward, c.attention_backward_efficiency = k->second.backward;
+      const AttentionSeqHalf& h = k->second.seq_half;
+      if (h.causal > 0 || h.full > 0) c.attention_seq_half = h;
       c.source += std::string("; attention: ") + to_string(kernel) + " kernel terms";
     } else {
       c.source += std::string("; attention: no ") + to_string(kernel) + " measurement for " + gpu.name + ", taken at its FlashAttention-2 terms";
@@ -72,7 +75,8 @@ double ComputeModel::pass_time(const PassWork& w, bool is_backward, bool flash_a
   // Fused attention kernels skip the masked half of a causal score matrix (FlashAttention counts causal
   // FLOPs as half, and its published efficiencies are on that count); materialised scores do not.
   if (w.causal && flash_attention) attn *= 0.5;
-  const double attn_eff = is_backward && cal_.attention_backward_efficiency > 0 ? cal_.attention_backward_efficiency : cal_.attention_efficiency;
+  const double long_eff = is_backward && cal_.attention_backward_efficiency > 0 ? cal_.attention_backward_efficiency : cal_.attention_efficiency;
+  const double attn_eff = long_eff * cal_.attention_seq_half.factor(double(w.attention_seq), w.causal);
   const double kernel_scale = cal_.attention_kernel == AttentionKernel::Triton ? cal_.triton_attention_scale : 1.0;
   t += cal_.attention_scale * kernel_scale * attn / (peak_ * attn_eff);
   t += (w.elementwise_bytes + cal_.eager_scale * w.eager_bytes) / (hbm_ * cal_.hbm_efficiency);

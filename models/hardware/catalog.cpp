@@ -122,24 +122,34 @@ static GpuArch parse_arch(const YamlNode& n) {
 
 static constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
-// attention_kernels: {fa3: {forward: f, backward: b}, cudnn: {...}}: the kernels other than the
-// default (FlashAttention-2 class, attention_efficiency) measured on this GPU.
+// seq_half: {causal: tokens, full: tokens}: a kernel's rate against sequence length (AttentionSeqHalf).
+static AttentionSeqHalf parse_seq_half(const YamlNode& n) {
+  n.check_keys({"causal", "full"});
+  AttentionSeqHalf h;
+  if (auto v = n.get("causal")) h.causal = v->as_double_in(0, 1e6);
+  if (auto v = n.get("full")) h.full = v->as_double_in(0, 1e6);
+  return h;
+}
+
+// attention_kernels: {fa3: {forward: f, backward: b, seq_half: {...}}, cudnn: {...}}: the kernels other
+// than the default (FlashAttention-2 class, attention_efficiency) measured on this GPU.
 static void parse_attention_kernels(const YamlNode& n, GpuSpec& g) {
   n.check_keys({"fa3", "cudnn"});
   for (AttentionKernel k : {AttentionKernel::FA3, AttentionKernel::CuDNN}) {
     auto e = n.get(to_string(k));
     if (!e) continue;
-    e->check_keys({"forward", "backward"});
+    e->check_keys({"forward", "backward", "seq_half"});
     AttentionKernelEfficiency eff;
     eff.forward = e->at("forward").as_double_in(0.01, 1.0);
     if (auto b = e->get("backward")) eff.backward = b->as_double_in(0.01, 1.0);
+    if (auto h = e->get("seq_half")) eff.seq_half = parse_seq_half(*h);
     g.attention_kernels[k] = eff;
   }
 }
 
 GpuSpec HardwareCatalog::parse_gpu(const YamlNode& n, const std::string& name) const {
   n.check_keys({"arch", "memory_gib", "peak_tflops", "hbm_tbytes_per_s", "gemm_efficiency", "gemm_dim_half",
-                "gemm_overhead_us", "attention_efficiency", "attention_backward_efficiency", "gemm_fp8_efficiency",
+                "gemm_overhead_us", "attention_efficiency", "attention_backward_efficiency", "attention_seq_half", "gemm_fp8_efficiency",
                 "hbm_efficiency", "sustained_gemm_scale", "sustained_attention_scale", "kernels_as", "attention_kernels", "source"});
   GpuSpec g;
   // kernels_as: a variant of a part already in the catalog (same die, other memory or power) takes that
@@ -149,6 +159,7 @@ GpuSpec HardwareCatalog::parse_gpu(const YamlNode& n, const std::string& name) c
     if (!base) k->fail(fmt::format("expected a GPU defined before {} in the catalog, got '{}'", name, k->as_string()));
     g.gemm_efficiency = base->gemm_efficiency, g.gemm_dim_half = base->gemm_dim_half, g.gemm_overhead_s = base->gemm_overhead_s;
     g.attention_efficiency = base->attention_efficiency, g.attention_backward_efficiency = base->attention_backward_efficiency;
+    g.attention_seq_half = base->attention_seq_half;
     g.attention_kernels = base->attention_kernels;
     g.gemm_fp8_efficiency = base->gemm_fp8_efficiency, g.hbm_efficiency = base->hbm_efficiency;
     g.sustained_gemm_scale = base->sustained_gemm_scale, g.sustained_attention_scale = base->sustained_attention_scale;
@@ -169,6 +180,7 @@ GpuSpec HardwareCatalog::parse_gpu(const YamlNode& n, const std::string& name) c
   if (auto v = n.get("gemm_overhead_us")) g.gemm_overhead_s = v->as_double_in(0, 1e4) * 1e-6;
   if (auto v = n.get("attention_efficiency")) g.attention_efficiency = v->as_double_in(0.01, 1.0);
   if (auto v = n.get("attention_backward_efficiency")) g.attention_backward_efficiency = v->as_double_in(0.01, 1.0);
+  if (auto v = n.get("attention_seq_half")) g.attention_seq_half = parse_seq_half(*v);
   if (auto v = n.get("attention_kernels")) parse_attention_kernels(*v, g);
   if (auto v = n.get("gemm_fp8_efficiency")) g.gemm_fp8_efficiency = v->as_double_in(0.01, 1.0);
   if (auto v = n.get("hbm_efficiency")) g.hbm_efficiency = v->as_double_in(0.05, 1.0);

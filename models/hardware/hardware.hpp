@@ -25,9 +25,24 @@ inline int bytes_per_element(Precision p) { return p == Precision::FP32 ? 4 : 2;
 enum class AttentionKernel { FA2, FA3, CuDNN, Triton };
 const char* to_string(AttentionKernel k);
 
-// A fused attention kernel's measured fractions of peak (backward 0 = as forward).
+// How a fused attention kernel's rate grows with sequence length S: every query tile pays a fixed cost
+// (loading its queries, writing the output and log-sum-exp, under a causal mask the partly masked
+// diagonal tiles and the short rows near the start) against a loop over the keys it attends to, so the
+// kernel runs at its long-sequence efficiency x S / (S + half). `half` is the length at which it runs at
+// half that rate, fitted per kernel on published sweeps (micsim calibrate --kernels); causal and full
+// masks apart (causal tiles attend to S/2 keys on average). 0 = no length dependence.
+struct AttentionSeqHalf {
+  double causal = 0, full = 0;  // tokens
+  double factor(double seq, bool is_causal) const {
+    const double h = is_causal ? causal : full;
+    return seq > 0 && h > 0 ? seq / (seq + h) : 1.0;
+  }
+};
+
+// A fused attention kernel's measured fractions of peak at long sequences (backward 0 = as forward).
 struct AttentionKernelEfficiency {
   double forward = 0, backward = 0;
+  AttentionSeqHalf seq_half;  // all zero = the GPU's FlashAttention-2 class length terms
 };
 
 struct GpuSpec {
@@ -39,8 +54,9 @@ struct GpuSpec {
   double gemm_efficiency = 0.8;           // achievable / peak for large GEMMs (default compute model)
   double gemm_dim_half = 32;              // GEMM efficiency x d/(d + half) for the smallest dimension d
   double gemm_overhead_s = 8e-6;          // fixed cost per GEMM (wave quantisation, tail)
-  double attention_efficiency = 0.4;      // attention kernels (FlashAttention-2 class or batched GEMMs), forward
+  double attention_efficiency = 0.4;      // attention kernels (FlashAttention-2 class or batched GEMMs), forward, long sequences
   double attention_backward_efficiency = 0;  // backward (0 = as forward)
+  AttentionSeqHalf attention_seq_half;    // the same kernels' rate against sequence length
   std::map<AttentionKernel, AttentionKernelEfficiency> attention_kernels;  // fa3, cudnn where measured on this GPU
   double peak_fp8_flops = 0;              // FLOP/s dense FP8 (0 = no FP8 tensor cores)
   double gemm_fp8_efficiency = 0;         // large FP8 GEMMs: achievable / FP8 peak (0 = as gemm_efficiency)

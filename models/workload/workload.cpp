@@ -108,6 +108,7 @@ static PassWork block_forward(const ModelSpec& m, const WorkloadOptions& o) {
   PassWork w;
   w.fp8_gemms = o.fp8;
   w.causal = m.causal();
+  w.attention_seq = s / cp;  // ring attention: each step a (s/cp) x (s/cp) block of queries and keys
   w.gemms.push_back({T, (h + 2 * m.kv_dim()) / tp, h});         // fused QKV projection (column-parallel)
   w.gemms.push_back({T, h, h / tp});                            // attention output projection (row-parallel)
   w.gemms.push_back({T, (m.gated_mlp() ? 2 : 1) * f / tp, h});  // MLP up (+ gate) (column-parallel)
@@ -189,6 +190,7 @@ static PassWork backward_of(const PassWork& fwd, bool flash) {
   PassWork b;
   b.fp8_gemms = fwd.fp8_gemms;
   b.causal = fwd.causal;
+  b.attention_seq = fwd.attention_seq;
   add_backward_gemms(fwd.gemms, b.gemms);
   add_backward_gemms(fwd.score_gemms, b.score_gemms);  // dQ, dK from dS; dP, dV from dO
   // Attention backward does twice the forward matmul work (dQ, dK, dV, dP); FlashAttention also
@@ -284,6 +286,7 @@ Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt) {
   core.attention_flops = bf.attention_flops;
   core.score_gemms = bf.score_gemms;
   core.causal = bf.causal;
+  core.attention_seq = bf.attention_seq;
   if (!opt.flash_attention) core.elementwise_bytes = score_elementwise_bytes(model, opt);
   core.kernels = opt.flash_attention ? 1 : 4;
   const std::vector<int> layers = mp.stage_layer_indices(model.layers, stage);

@@ -24,6 +24,7 @@ struct PassWork {
   double attention_flops = 0;     // QK^T and softmax·V in one fused kernel (FlashAttention/SDPA), counted non-causal
   std::vector<Gemm> score_gemms;  // QK^T and P·V as cuBLAS batched GEMMs when the s x s scores are materialised
   bool causal = false;            // causal mask: attention kernels skip the masked half
+  int64_t attention_seq = 0;      // sequence length the fused kernel runs at (its rate depends on it; 0 = long)
   double elementwise_bytes = 0;   // norms, activations, softmax, dropout, residuals (HBM traffic)
   double eager_bytes = 0;         // extra traffic of eager (uncompiled) ops, scaled by the calibration
   int kernels = 0;                // kernel launches (fixed overhead each)
