@@ -376,6 +376,11 @@ std::vector<CorpusPrediction> predict_corpus(const std::vector<CorpusRow>& rows,
   return out;
 }
 
+// The multiplicative scale constants (in CorpusConstants::values() order): attention_scale_ampere,
+// gemm_scale_volta/ampere/hopper, triton_attention_scale, attention_scale_hopper.
+static bool is_scale_constant(int index) { return index == 1 || index >= 4; }
+constexpr double kScalePriorSigma = 0.2;
+
 CorpusConstants fit_corpus_constants(const std::vector<CorpusRow>& rows, const CorpusConstants& start, int threads) {
   const std::vector<double> v0 = start.values();
   // The host launch cost stays at its start value: no corpus row is launch-bound enough to determine it.
@@ -403,6 +408,13 @@ CorpusConstants fit_corpus_constants(const std::vector<CorpusRow>& rows, const C
   FitOutcome o = fit_least_squares(params, [&](const std::vector<double>& v) {
     std::vector<double> res;
     for (const auto& p : predict_corpus(rows, expand(v), threads)) res.push_back(std::log(p.predicted / p.row->published));
+    // A weak prior on every scale constant, centred on 1 (a step runs its kernels as fast as their
+    // benchmarks do): log(scale) / sigma is one more residual each. With all rows it moves nothing that
+    // the rows determine; with a large source held out it keeps constants the remaining rows barely
+    // constrain (A100 attention, set by a few 4k-token rows) from swinging to what compensates another
+    // constant. sigma 0.2 = a factor within about +-20 % at one standard deviation.
+    for (size_t i = 0; i < fitted.size(); ++i)
+      if (is_scale_constant(fitted[i])) res.push_back(std::log(v[i]) / kScalePriorSigma);
     return res;
   }, 0.1, 30);
   return expand(o.values);
