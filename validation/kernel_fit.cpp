@@ -189,8 +189,7 @@ KernelFit fit_kernels(const GpuSpec& gpu, const std::string& data_dir) {
   for (const auto& f : csv_files(root / "attention")) {
     CsvTable t = load_csv(f);
     bool used = false;
-    for (size_t i = 0; i < t.rows.size(); ++i) {
-      const auto& row = t.rows[i];
+    for (const auto& row : t.rows) {
       auto cell = [&](const char* c) { return t.column(c) >= 0 ? row.fields[t.column(c)] : std::string(); };
       const std::string dtype = cell("dtype"), pass = cell("pass");
       const auto kernel = attention_kernel_of_impl(cell("impl"));
