@@ -376,9 +376,9 @@ std::vector<CorpusPrediction> predict_corpus(const std::vector<CorpusRow>& rows,
   return out;
 }
 
-// The multiplicative scale constants (in CorpusConstants::values() order): attention_scale_ampere,
-// gemm_scale_volta/ampere/hopper, triton_attention_scale, attention_scale_hopper.
-static bool is_scale_constant(int index) { return index == 1 || index >= 4; }
+// The multiplicative scale constants (attention_scale_*, gemm_scale_*, triton_attention_scale): read
+// off their names, so a constant added to CorpusConstants gets the prior by being named a scale.
+static bool is_scale_constant(int index) { return CorpusConstants::names()[index].find("scale") != std::string::npos; }
 constexpr double kScalePriorSigma = 0.2;
 
 CorpusConstants fit_corpus_constants(const std::vector<CorpusRow>& rows, const CorpusConstants& start, int threads) {

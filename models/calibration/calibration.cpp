@@ -53,7 +53,7 @@ void Calibration::apply(ComputeCalibration& c) const {
   if (gemm_scale) c.gemm_scale = *gemm_scale;
   // Attention terms measured on the user's kernel replace the catalog's whole: its length terms too
   // (none given = a rate that does not depend on length).
-  if (attention_efficiency || attention_backward_efficiency || attention_seq_half_causal || attention_seq_half_full)
+  if (has_attention_terms())
     c.attention_seq_half = {attention_seq_half_causal.value_or(0), attention_seq_half_full.value_or(0)};
   if (attention_seq_half_causal || attention_seq_half_full || eager_scale || jitter_cv || attention_scale || host_launch_s || gemm_scale || triton_attention_scale ||
       gemm_efficiency || gemm_dim_half || gemm_overhead_s || attention_efficiency || hbm_efficiency || kernel_overhead_s ||

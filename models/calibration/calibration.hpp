@@ -31,6 +31,10 @@ struct Calibration {
       attention_seq_half_causal, attention_seq_half_full;
 
   bool empty() const;
+  // Attention terms of a measured kernel (efficiencies or length terms): they replace the catalog's whole.
+  bool has_attention_terms() const {
+    return attention_efficiency || attention_backward_efficiency || attention_seq_half_causal || attention_seq_half_full;
+  }
   void apply(NetworkParams& net) const;
   void apply(ComputeCalibration& c) const;
   std::string to_yaml() const;

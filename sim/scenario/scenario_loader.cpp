@@ -444,9 +444,7 @@ Scenario parse_scenario(const YamlNode& root) {
     sc.calibration.check_applies_to(sc.cluster.instance.name, c->location());
     // A calibration's attention terms are those of the kernel it measured (`calibrate --kernels` writes
     // the FlashAttention-2 class's); they replace the catalog's terms of the kernel named here.
-    if ((sc.calibration.attention_efficiency || sc.calibration.attention_backward_efficiency ||
-         sc.calibration.attention_seq_half_causal || sc.calibration.attention_seq_half_full) &&
-        sc.training.attention_kernel != AttentionKernel::FA2)
+    if (sc.calibration.has_attention_terms() && sc.training.attention_kernel != AttentionKernel::FA2)
       sc.warnings.push_back(fmt::format("{}: calibration {}: its attention efficiencies replace the {} kernel's catalog terms "
                                         "(they are those of the kernel it measured)",
                                         c->location().str(), path, to_string(sc.training.attention_kernel)));
