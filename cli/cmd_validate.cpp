@@ -242,6 +242,10 @@ Runner add_validate(CLI::App& app) {
   return [o]() -> int {
     if (o->datasets.empty() && o->corpus.empty() && o->megatron.empty())
       throw InputError({"micsim validate", 0, 0}, "", "give datasets (nccl-tests, MosaicML, training-results), --corpus DIR or --megatron DIR");
+    // Published-run datasets are scored with the catalog's terms (the corpus fits its own constants):
+    // a calibration file would silently not apply, so it is refused.
+    if (!o->calibration.empty() && (!o->megatron.empty() || !o->corpus.empty()))
+      throw InputError({"--calibration", 0, 0}, "", "not with --megatron or --corpus (their rows run on the catalog's terms; the corpus fits its own constants)");
     if (!o->megatron.empty()) return run_megatron_validation(o->megatron, o->json, o->quiet);
     if (!o->bands.empty() && (o->corpus.empty() || !o->held_out))
       throw InputError({"--write-bands", 0, 0}, "", "needs --corpus DIR and --leave-one-source-out (the bands are out-of-sample residuals)");

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "models/calibration/error_bands.hpp"
 #include "models/compute/jitter.hpp"
@@ -194,12 +195,12 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
     }
   }
   extrapolate_micro_steps(p.graph, tl);
-  // Jitter in closed form (the SimGrid engine samples it instead): the compute of every rank is
-  // synchronised each step, so the slowest of N ranks sets the pace.
-  if (engine == "analytic" && p.compute_calibration.jitter_cv > 0) {
-    const double wait = p.compute_calibration.jitter_cv * expected_max_standard_normal(p.layout.world) * tl.compute_s;
-    tl.iteration_time_s += wait;
-    tl.idle_s += wait;
+  // The analytic engine ran the slowest rank's timeline (simulate_analytic): what its compute took
+  // beyond the mean rank's is waiting for it, reported as idle.
+  if (engine == "analytic") {
+    const double f = analytic_jitter_factor(p);
+    tl.idle_s += tl.compute_s * (1.0 - 1.0 / f);
+    tl.compute_s /= f;
   }
   SimulationResult r;
   r.scenario = sc.name;
@@ -311,8 +312,48 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
   return r;
 }
 
+// The ranks one rank meets within a micro-step: the members of the collectives the micro-step runs,
+// multiplied across dimensions (data-parallel groups, tensor and context groups, a pipeline neighbour).
+// A micro-step without any (gradient accumulation without a sync) meets those of the step's last one.
+int jitter_sync_ranks(const PreparedSimulation& p) {
+  const TaskGraph& g = p.graph;
+  const ParallelLayout& l = p.layout;
+  auto groups_in = [&](int micro_step) {
+    std::set<GroupKind> in;
+    for (const Task& t : g.tasks)
+      if (t.micro_step == micro_step && !is_compute(t.kind)) in.insert(g.comm_ops[t.op].group);
+    return in;
+  };
+  std::set<GroupKind> in = groups_in(0);
+  if (in.empty()) in = groups_in(g.micro_steps - 1);
+  auto has = [&](GroupKind k) { return in.count(k) > 0; };
+  int data = 1;  // data x context ranks met (ParallelLayout::dp counts both)
+  if (has(GroupKind::World)) data = l.dp;
+  else {
+    if (has(GroupKind::Partition) || has(GroupKind::InterNode) || has(GroupKind::IntraNode)) data *= l.partition_size;
+    if (has(GroupKind::Replication)) data *= l.replication_size;
+    if (data == 1 && has(GroupKind::Context)) data = l.mp.cp;
+  }
+  int n = data * (has(GroupKind::Tensor) ? l.mp.tp : 1) * (has(GroupKind::PipelinePeer) ? 2 : 1);
+  return std::clamp(n, 1, l.world);
+}
+
+// Jitter in expectation (the SimGrid engine samples per-node factors instead): compute between two
+// synchronisations varies from rank to rank with coefficient of variation cv, and each
+// synchronisation waits for the slowest of the ranks it joins, so noise is amplified by how many
+// ranks a rank meets between syncs (system noise at scale: Hoefler, Schneider, Lumsdaine, SC'10). A
+// ZeRO-3 rank meets the whole data-parallel world in every layer; a Megatron-LM rank its tensor-parallel
+// group and a pipeline neighbour, the rest once per step. The step is then the timeline of the slowest
+// of those N ranks, whose compute takes 1 + cv·E[max of N standard normals] longer: compute hidden under
+// communication it did not trigger (a prefetched gather) absorbs that; compute on the critical path,
+// or feeding a blocking collective, does not.
+double analytic_jitter_factor(const PreparedSimulation& p) {
+  const double cv = p.compute_calibration.jitter_cv;
+  return cv > 0 ? 1.0 + cv * expected_max_standard_normal(jitter_sync_ranks(p)) : 1.0;
+}
+
 SimulationResult simulate_analytic(const PreparedSimulation& p) {
-  return make_result(p, run_analytic(p.graph, analytic_costs(p)), "analytic");
+  return make_result(p, run_analytic(p.graph, analytic_costs(p), analytic_jitter_factor(p)), "analytic");
 }
 
 }  // namespace micsim

@@ -94,5 +94,9 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline timeline,
 
 // Runs the analytic engine.
 SimulationResult simulate_analytic(const PreparedSimulation& p);
+// The ranks one rank synchronises with within a micro-step, and what the analytic engine stretches
+// compute-stream tasks by under jitter: the slowest of those ranks (models/compute/jitter.hpp).
+int jitter_sync_ranks(const PreparedSimulation& p);
+double analytic_jitter_factor(const PreparedSimulation& p);
 
 }  // namespace micsim

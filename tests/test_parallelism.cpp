@@ -41,11 +41,13 @@ TEST_CASE("without model parallelism the step is what micsim computed before 3-D
   // and on 2026-12-01 when the corpus constants were refitted with each row's attention kernel (the
   // allocator-pressure slope and jitter moved; BERT on V100 runs no fused attention), and on 2026-12-02 when
   // they were refitted with attention's rate depending on sequence length (slope 0.19 -> 0.16, jitter
-  // 0.051 -> 0.048) and again with the scale constants' prior (docs/model.md §8.2). The 3-D code paths
-  // themselves must never move these.
+  // 0.051 -> 0.048) and again with the scale constants' prior (docs/model.md §8.2), and once more on
+  // 2026-12-02 (7.564484621185117 s and 9.194052956225612 s before) when jitter came to meet only the ranks
+  // a micro-step synchronises with and to be absorbed where communication hides compute (docs/model.md
+  // §2.6). The 3-D code paths themselves must never move these.
   const std::string sc = std::string(MICSIM_SOURCE_DIR) + "/scenarios/bert-10b-mics-p3dn-16-nodes.yaml";
-  CHECK(run(load_scenario(sc)).iteration_time_s == doctest::Approx(7.564484621185117).epsilon(1e-12));
-  CHECK(run(load_scenario(sc, {"strategy.kind=zero3"})).iteration_time_s == doctest::Approx(9.194052956225612).epsilon(1e-12));
+  CHECK(run(load_scenario(sc)).iteration_time_s == doctest::Approx(7.09500694888412).epsilon(1e-12));
+  CHECK(run(load_scenario(sc, {"strategy.kind=zero3"})).iteration_time_s == doctest::Approx(8.589958634643818).epsilon(1e-12));
 }
 
 TEST_CASE("tp = pp = cp = 1 reproduces today's results exactly, for every strategy") {
@@ -266,8 +268,10 @@ TEST_CASE("published Megatron-LM runs (Korthikanti 2022 Table 5, Narayanan 2021 
     // attention kernel moved the A100 sustained GEMM constant these rows run on from 1.09 to 1.058
     // (4.4 %), and 6.7 % since 2026-12-02: the corpus fit with attention's length terms, KempnerForge's
     // cuDNN attention and a prior on the scale constants puts it at 1.017 (every row too slow, the 1T
-    // rows by 12-14 %). These rows' GEMMs are larger than any corpus row's, and one constant per
-    // generation cannot serve both; the bounds below guard today's figures, the issue's 5 % is not met.
+    // rows by 12-14 %). That was the jitter term more than the GEMMs: 0.049 x E[max of N normals] over
+    // the whole world added 7 % at 8 GPUs and 15 % at 512. Jitter now meets the ranks a micro-step
+    // synchronises with (a Megatron-LM rank: its tensor group and a pipeline neighbour, the rest once
+    // per step; docs/model.md §2.6): 3.1 %, mean signed +0.2 %.
     const bool megatron = id.rfind("kor22-", 0) == 0 || (id.rfind("nar21-", 0) == 0 && p.row->strategy != "zero3");
     if (!megatron || p.row->metric.find("memory") != std::string::npos || p.row->metric.find("per_layer") != std::string::npos) continue;
     CAPTURE(id);
@@ -276,7 +280,7 @@ TEST_CASE("published Megatron-LM runs (Korthikanti 2022 Table 5, Narayanan 2021 
     sum += std::fabs(p.error()), signed_sum += p.error(), ++n;
   }
   REQUIRE(n >= 26);
-  CHECK(sum / n <= 0.07);
+  CHECK(sum / n <= 0.05);
   CHECK(std::fabs(signed_sum / n) <= 0.025);
   // Korthikanti Table 4: one layer of the 22B model (tp 8) with and without sequence parallelism and
   // recomputation, forward and backward.
@@ -292,8 +296,9 @@ TEST_CASE("published Megatron-LM runs (Korthikanti 2022 Table 5, Narayanan 2021 
   CHECK(layer / k <= 0.04);
   CHECK(std::fabs(layer_signed / k) <= 0.04);
   // torchtitan's FSDP2 + TP/PP/CP tables (Dec 2024, H100): tokens/s within 20 % on average (a guard on
-  // today's 19.3 %: 10.0 % before the attention kernels' refit, 14.4 % before the length terms and the
-  // prior; the context-parallel rows at cp 4 and 8 are the worst, +39 % and +45 %).
+  // today's 19.2 %: 10.0 % before the attention kernels' refit, 14.4 % before the length terms and the
+  // prior; nearly every row too fast, on 500 W parts whose power cap micsim does not model; the
+  // context-parallel rows at cp 4 and 8 are the worst).
   double tt = 0;
   int m = 0;
   for (const auto& p : preds)

@@ -285,6 +285,11 @@ std::vector<MegatronPrediction> predict_megatron(const std::vector<MegatronRow>&
     SimulationResult r = simulate_analytic(p);
     pr.predicted_time_s = r.iteration_time_s;
     if (row.metric.find("_ms_per_layer") != std::string::npos) {
+      // The block's own time: compute and tensor-parallel collectives, without the step's jitter (what
+      // the rows test is the layer's cost model).
+      PreparedSimulation quiet = p;
+      quiet.compute_calibration.jitter_cv = 0;
+      r = simulate_analytic(quiet);
       // One block in the middle of the step: from the start of its forward (or backward) to the start of
       // the next block's, so the blocking tensor-parallel collectives (and a recomputation) are included.
       const TaskGraph& g = p.graph;

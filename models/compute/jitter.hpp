@@ -1,8 +1,10 @@
 #pragma once
 // Synchronisation jitter: ranks do not finish their compute at the same moment, and every collective
-// waits for its slowest member. With per-rank compute times of mean C and coefficient of variation cv,
-// a step over N ranks takes C·(1 + cv·E[max of N standard normals]) where the compute is synchronised
-// (closed form for the analytic engine; the SimGrid engine samples it per node with a fixed seed).
+// waits for its slowest member. With compute between two synchronisations of mean C and coefficient of
+// variation cv, a rank that meets N ranks within a micro-step (jitter_sync_ranks, sim/simulation.cpp)
+// runs at the pace of the slowest: C·(1 + cv·E[max of N standard normals]), less what communication it
+// did not trigger hides (the analytic engine runs that rank's timeline; the SimGrid engine samples a
+// factor per node with a fixed seed).
 #include <cmath>
 
 namespace micsim {

@@ -47,7 +47,7 @@ class BusyIntervals {
 
 }  // namespace
 
-StepTimeline run_analytic(const TaskGraph& g, const OpCosts& costs) {
+StepTimeline run_analytic(const TaskGraph& g, const OpCosts& costs, double compute_factor) {
   StepTimeline t;
   t.tasks.resize(g.size());
   double stream_free[kStreamCount] = {};
@@ -77,7 +77,7 @@ StepTimeline run_analytic(const TaskGraph& g, const OpCosts& costs) {
     if (task.kind == TaskKind::PipelineBubble) {
       end = ready + costs.duration(g, task);  // the GPU waits: nothing to slow down
     } else if (task.stream == StreamId::Compute) {
-      end = comm_busy.finish(ready, costs.duration(g, task), costs.interference);
+      end = comm_busy.finish(ready, costs.duration(g, task) * compute_factor, costs.interference);
     } else if (is_compute(task.kind)) {
       end = ready + costs.duration(g, task);  // host work, or a copy on a communication stream
     } else {

@@ -23,7 +23,9 @@ struct StepTimeline {
   std::vector<TaskTiming> tasks;  // per task, same order as the graph
 };
 
-StepTimeline run_analytic(const TaskGraph& g, const OpCosts& costs);
+// `compute_factor` stretches every compute-stream task (not the pipeline bubble, not host work or copies
+// on communication streams), as the SimGrid engine stretches a node's compute by its jitter factor.
+StepTimeline run_analytic(const TaskGraph& g, const OpCosts& costs, double compute_factor = 1.0);
 
 // Splits a step into compute, exposed communication and idle, from per-task times (shared with the
 // SimGrid engine so both report the same way).
