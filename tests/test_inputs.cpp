@@ -115,6 +115,11 @@ TEST_CASE("bad input: exit status 2 with file, line, key and expectation") {
   CHECK(device.status == 2);
   CHECK(device.output.find("expected a regular file") != std::string::npos);
   CHECK(run_cli("simulate /tmp").status == 2);
+  // A calibration file would not apply to the published-run datasets: refused, not silently ignored.
+  auto cal = run_cli("validate --megatron " + std::string(MICSIM_SOURCE_DIR) + "/validation/data/megatron --calibration " +
+                     temp_file("cal.yaml", "instance: p4d.24xlarge\n"));
+  CHECK(cal.status == 2);
+  CHECK(cal.output.find("--calibration") != std::string::npos);
   // Command-line numbers are range-checked too, and the message gives the range.
   const std::string scenario = temp_file("good.yaml", kGood);
   for (const char* bad : {" --threads -3", " --refine -1", " --top 0", " --target-tokens -1", " --stop-after -2 --checkpoint /tmp/x"}) {
