@@ -275,7 +275,7 @@ TEST_CASE("published Megatron-LM runs (Korthikanti 2022 Table 5, Narayanan 2021 
     const bool megatron = id.rfind("kor22-", 0) == 0 || (id.rfind("nar21-", 0) == 0 && p.row->strategy != "zero3");
     if (!megatron || p.row->metric.find("memory") != std::string::npos || p.row->metric.find("per_layer") != std::string::npos) continue;
     CAPTURE(id);
-    CHECK(std::fabs(p.error()) < 0.15);
+    CHECK(std::fabs(p.error()) < 0.10);  // worst today: the 1T full-recompute row, +8.5 %
     CHECK(p.fits);
     sum += std::fabs(p.error()), signed_sum += p.error(), ++n;
   }
