@@ -288,6 +288,16 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
     r.sources.push_back(fmt::format("compute {:.1f} % slower from allocator pressure at {:.0f} % memory use (FSDP paper sec 5.4; "
                                     "onset and slope fitted on MosaicML runs)", 100 * (p.compute_slowdown - 1), 100 * used));
   }
+  if (p.compute_calibration.jitter_cv > 0 && p.layout.world > 1) {
+    const int met = jitter_sync_ranks(p);
+    if (engine == "analytic")
+      r.sources.push_back(fmt::format("jitter: a rank meets {} ranks per micro-step and runs at the slowest's pace, compute x {:.4f} "
+                                      "(jitter_cv {:.4g} x E[max of {} normals]; what communication hides is absorbed; docs/model.md sec 2.6)",
+                                      met, analytic_jitter_factor(p), p.compute_calibration.jitter_cv, met));
+    else
+      r.sources.push_back(fmt::format("jitter: each node's compute x (1 + {:.4g} x the largest of its GPUs' normal draws), sampled with a "
+                                      "fixed seed for the whole step (docs/model.md sec 2.6)", p.compute_calibration.jitter_cv));
+  }
   if (!fw.is_ideal()) {
     r.sources.push_back(fmt::format("framework {}: {}", r.framework, fw.description));
     for (const auto& [mechanism, source] : fw.sources) r.sources.push_back(fmt::format("framework {} {}: {}", fw.name, mechanism, source));
