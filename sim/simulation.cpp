@@ -12,6 +12,30 @@
 
 namespace micsim {
 
+// The ranks one rank meets within a micro-step: the members of the collectives the micro-step runs,
+// multiplied across dimensions (data-parallel groups, tensor and context groups, a pipeline neighbour).
+// A micro-step without any (gradient accumulation without a sync) meets those of the step's last one.
+static int jitter_sync_ranks(const TaskGraph& g, const ParallelLayout& l) {
+  auto groups_in = [&](int micro_step) {
+    std::set<GroupKind> in;
+    for (const Task& t : g.tasks)
+      if (t.micro_step == micro_step && !is_compute(t.kind)) in.insert(g.comm_ops[t.op].group);
+    return in;
+  };
+  std::set<GroupKind> in = groups_in(0);
+  if (in.empty()) in = groups_in(g.micro_steps - 1);
+  auto has = [&](GroupKind k) { return in.count(k) > 0; };
+  int data = 1;  // data x context ranks met (ParallelLayout::dp counts both)
+  if (has(GroupKind::World)) data = l.dp;
+  else {
+    if (has(GroupKind::Partition) || has(GroupKind::InterNode) || has(GroupKind::IntraNode)) data *= l.partition_size;
+    if (has(GroupKind::Replication)) data *= l.replication_size;
+    if (data == 1 && has(GroupKind::Context)) data = l.mp.cp;
+  }
+  int n = data * (has(GroupKind::Tensor) ? l.mp.tp : 1) * (has(GroupKind::PipelinePeer) ? 2 : 1);
+  return std::clamp(n, 1, l.world);
+}
+
 // One pipeline stage (the whole model without pipelining): its workload, memory (holding `in_flight`
 // micro-batches' activations), schedule and costs.
 static PreparedSimulation prepare_stage(const Scenario& sc, const PrepareOptions& opt, int stage, double in_flight) {
@@ -53,6 +77,7 @@ static PreparedSimulation prepare_stage(const Scenario& sc, const PrepareOptions
   in.micro_steps = static_cast<int>(sc.grad_accumulation_steps());
   in.max_built_micro_steps = opt.max_built_micro_steps;
   p.graph = build_schedule(in);
+  p.sync_ranks = jitter_sync_ranks(p.graph, p.layout);
 
   ComputeModel compute(sc.cluster.instance.gpu, sc.training.precision, p.compute_calibration);
   CollectiveModel collectives(p.network);
@@ -289,7 +314,7 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
                                     "onset and slope fitted on MosaicML runs)", 100 * (p.compute_slowdown - 1), 100 * used));
   }
   if (p.compute_calibration.jitter_cv > 0 && p.layout.world > 1) {
-    const int met = jitter_sync_ranks(p);
+    const int met = p.sync_ranks;
     if (engine == "analytic")
       r.sources.push_back(fmt::format("jitter: a rank meets {} ranks per micro-step and runs at the slowest's pace, compute x {:.4f} "
                                       "(jitter_cv {:.4g} x E[max of {} normals]; what communication hides is absorbed; docs/model.md sec 2.6)",
@@ -322,32 +347,6 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
   return r;
 }
 
-// The ranks one rank meets within a micro-step: the members of the collectives the micro-step runs,
-// multiplied across dimensions (data-parallel groups, tensor and context groups, a pipeline neighbour).
-// A micro-step without any (gradient accumulation without a sync) meets those of the step's last one.
-int jitter_sync_ranks(const PreparedSimulation& p) {
-  const TaskGraph& g = p.graph;
-  const ParallelLayout& l = p.layout;
-  auto groups_in = [&](int micro_step) {
-    std::set<GroupKind> in;
-    for (const Task& t : g.tasks)
-      if (t.micro_step == micro_step && !is_compute(t.kind)) in.insert(g.comm_ops[t.op].group);
-    return in;
-  };
-  std::set<GroupKind> in = groups_in(0);
-  if (in.empty()) in = groups_in(g.micro_steps - 1);
-  auto has = [&](GroupKind k) { return in.count(k) > 0; };
-  int data = 1;  // data x context ranks met (ParallelLayout::dp counts both)
-  if (has(GroupKind::World)) data = l.dp;
-  else {
-    if (has(GroupKind::Partition) || has(GroupKind::InterNode) || has(GroupKind::IntraNode)) data *= l.partition_size;
-    if (has(GroupKind::Replication)) data *= l.replication_size;
-    if (data == 1 && has(GroupKind::Context)) data = l.mp.cp;
-  }
-  int n = data * (has(GroupKind::Tensor) ? l.mp.tp : 1) * (has(GroupKind::PipelinePeer) ? 2 : 1);
-  return std::clamp(n, 1, l.world);
-}
-
 // Jitter in expectation (the SimGrid engine samples per-node factors instead): compute between two
 // synchronisations varies from rank to rank with coefficient of variation cv, and each
 // synchronisation waits for the slowest of the ranks it joins, so noise is amplified by how many
@@ -359,7 +358,7 @@ int jitter_sync_ranks(const PreparedSimulation& p) {
 // or feeding a blocking collective, does not.
 double analytic_jitter_factor(const PreparedSimulation& p) {
   const double cv = p.compute_calibration.jitter_cv;
-  return cv > 0 ? 1.0 + cv * expected_max_standard_normal(jitter_sync_ranks(p)) : 1.0;
+  return cv > 0 ? 1.0 + cv * expected_max_standard_normal(p.sync_ranks) : 1.0;
 }
 
 SimulationResult simulate_analytic(const PreparedSimulation& p) {

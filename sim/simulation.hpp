@@ -33,6 +33,7 @@ struct PreparedSimulation {
   NetworkParams network;
   ComputeCalibration compute_calibration;
   TaskGraph graph;
+  int sync_ranks = 1;  // ranks one rank meets within a micro-step: who jitter waits for (from the graph)
   OpCosts costs;
   double memory_utilisation = 0;  // peak / (capacity - reserve)
   double compute_slowdown = 1;    // from allocator pressure (ComputeCalibration)
@@ -94,9 +95,8 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline timeline,
 
 // Runs the analytic engine.
 SimulationResult simulate_analytic(const PreparedSimulation& p);
-// The ranks one rank synchronises with within a micro-step, and what the analytic engine stretches
-// compute-stream tasks by under jitter: the slowest of those ranks (models/compute/jitter.hpp).
-int jitter_sync_ranks(const PreparedSimulation& p);
+// What the analytic engine stretches compute-stream tasks by under jitter: the slowest of the
+// `sync_ranks` ranks a micro-step meets (models/compute/jitter.hpp).
 double analytic_jitter_factor(const PreparedSimulation& p);
 
 }  // namespace micsim

@@ -101,7 +101,7 @@ TEST_CASE("jitter: the expected maximum of N normal draws, in closed form and sa
   // The slowest of the 64 ranks it meets every micro-step (one micro-step: its partition group and the
   // replication all-reduce) runs its compute 1 + 0.05·E[max of 64] longer; what communication hides of
   // that is absorbed, so the step grows by at most that, and the breakdown moves the rest to idle.
-  CHECK(jitter_sync_ranks(prepare_simulation(sc)) == 64);
+  CHECK(prepare_simulation(sc).sync_ranks == 64);
   const double bound = 0.05 * expected_max_standard_normal(64) * a0.compute_s;
   CHECK(a.iteration_time_s - a0.iteration_time_s <= bound * (1 + 1e-9));
   CHECK(a.iteration_time_s - a0.iteration_time_s > 0.5 * bound);
@@ -111,7 +111,11 @@ TEST_CASE("jitter: the expected maximum of N normal draws, in closed form and sa
   const double s1 = simulate_simgrid(prepare_simulation(sc)).iteration_time_s;
   const double s2 = simulate_simgrid(prepare_simulation(sc)).iteration_time_s;
   CHECK(s1 == s2);  // seeded
-  CHECK(s1 > simulate_simgrid(prepare_simulation(quiet)).iteration_time_s);
+  // What jitter costs this data-parallel run (every micro-step meets the world) agrees between SimGrid's
+  // sampled per-node factors and the analytic expectation (measured: 0.200 s against 0.196 s).
+  const double s0 = simulate_simgrid(prepare_simulation(quiet)).iteration_time_s;
+  CHECK(s1 > s0);
+  CHECK(s1 - s0 == doctest::Approx(a.iteration_time_s - a0.iteration_time_s).epsilon(0.25));
 }
 
 TEST_CASE("jitter is absorbed where communication hides compute: ZeRO-3 on 2019 EFA barely waits for its slowest rank") {
@@ -123,14 +127,14 @@ TEST_CASE("jitter is absorbed where communication hides compute: ZeRO-3 on 2019 
   Scenario quiet = sc;
   quiet.calibration.jitter_cv = 1e-12;
   const auto a = run(sc), a0 = run(quiet);
-  const double full = 0.05 * expected_max_standard_normal(jitter_sync_ranks(prepare_simulation(sc))) * a0.compute_s;
-  CHECK(jitter_sync_ranks(prepare_simulation(sc)) == 128);
+  const double full = 0.05 * expected_max_standard_normal(prepare_simulation(sc).sync_ranks) * a0.compute_s;
+  CHECK(prepare_simulation(sc).sync_ranks == 128);
   CHECK(a.iteration_time_s >= a0.iteration_time_s);
   CHECK(a.iteration_time_s - a0.iteration_time_s < 0.2 * full);
 }
 
 TEST_CASE("jitter meets the ranks a micro-step synchronises with: the world for ZeRO-3, the partition group for MiCS between its per-step all-reduces, the tensor group and a neighbour for Megatron-LM") {
-  auto ranks = [](const Scenario& sc) { return jitter_sync_ranks(prepare_simulation(sc)); };
+  auto ranks = [](const Scenario& sc) { return prepare_simulation(sc).sync_ranks; };
   // 8 nodes x 8 GPUs; global batch 4 x (micro-batch 8 x 64 GPUs): four micro-steps per step.
   CHECK(ranks(scenario("p4d.24xlarge", 8, "bert-10b", "zero3", 8, 4 * 8 * 64)) == 64);
   CHECK(ranks(scenario("p4d.24xlarge", 8, "bert-10b", "mics", 8, 4 * 8 * 64, {"strategy.partition_size=8"})) == 8);
