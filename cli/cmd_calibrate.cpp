@@ -161,7 +161,8 @@ Runner add_calibrate(CLI::App& app) {
     for (Field field : std::initializer_list<Field>{&Calibration::intra_efficiency, &Calibration::intra_latency_scale, &Calibration::inter_efficiency,
                         &Calibration::inter_efficiency_at_scale, &Calibration::inter_latency_s, &Calibration::nvls_efficiency,
                         &Calibration::intra_ramp_min, &Calibration::intra_ramp_half_bytes, &Calibration::inter_ramp_min,
-                        &Calibration::inter_ramp_half_bytes, &Calibration::call_overhead_s})
+                        &Calibration::inter_ramp_half_bytes, &Calibration::inter_ll128_efficiency,
+                        &Calibration::inter_tree_efficiency, &Calibration::call_overhead_s})
       if (f.*field) c.*field = f.*field;
     c.instance = inst.name;
     sources.push_back(fmt::format("{} nccl-tests rows from {}", fit.rows.size(), join_choices(o->nccl_tests)));

@@ -35,6 +35,7 @@ json instance_json(const InstanceSpec& i) {
           {"gpu_memory_gib", i.gpu.memory_bytes / (1024.0 * 1024.0 * 1024.0)},
           {"intra_node", {{"kind", i.intra.kind}, {"gbytes_per_s_per_gpu", i.intra.bytes_per_s_per_gpu / 1e9}, {"nvls", i.intra.nvls}}},
           {"network", {{"nics", i.network.nics}, {"gbits_per_nic", i.network.bits_per_s_per_nic / 1e9}, {"fabric", i.network.fabric.name}}},
+          {"nccl_tuner", i.nccl_tuner.empty() ? json(nullptr) : json(i.nccl_tuner)},
           {"on_demand_usd_per_hour", i.price_usd_per_hour ? json(*i.price_usd_per_hour) : json(nullptr)},
           {"price_note", i.price_note},
           {"prices", prices},
@@ -62,6 +63,8 @@ json fabric_json(const FabricSpec& f) {
           {"latency_us", f.latency_s * 1e6},
           {"bandwidth_efficiency", f.bandwidth_efficiency},
           {"bandwidth_efficiency_at_scale", f.bandwidth_efficiency_at_scale},
+          {"ll128_efficiency", f.ll128_efficiency},
+          {"tree_efficiency_at_scale", f.tree_efficiency_at_scale},
           {"source", f.source}};
 }
 

@@ -143,6 +143,18 @@ NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>&
   }
   if (any([&](const NcclTestRow& r) { return r.nodes >= 4 && r.bytes >= 64 * MiB; }))
     params.push_back({"inter_efficiency_at_scale", [](NetworkParams& n) -> double& { return n.inter_efficiency_at_scale; }, 0.05, 1.0});
+  // Terms of the algorithms a tuner plugin forces at >= 3 nodes: fitted only where such rows exist.
+  auto tuned = [&](const NcclTestRow& r, auto pred) {
+    if (!base.tuner || r.nodes < 3 || r.bytes < 64 * MiB) return false;
+    for (const TunerRegion* t : base.tuner->matches(r.op, r.bytes, r.ranks, r.nodes)) return pred(*t);
+    return false;
+  };
+  if (any([&](const NcclTestRow& r) { return tuned(r, [](const TunerRegion& t) { return t.protocol == Protocol::LL128; }); }))
+    params.push_back({"inter_ll128_efficiency", [](NetworkParams& n) -> double& { return n.inter_ll128_efficiency; }, 0.05, 1.5});
+  if (any([&](const NcclTestRow& r) {
+        return tuned(r, [](const TunerRegion& t) { return t.algorithm != NcclAlgorithm::Ring && t.protocol == Protocol::Simple; });
+      }))
+    params.push_back({"inter_tree_efficiency", [](NetworkParams& n) -> double& { return n.inter_tree_efficiency; }, 0.05, 1.5});
   if (any([&](const NcclTestRow& r) { return r.nodes == 1 && r.bytes >= 64 * MiB; }))
     params.push_back({"intra_efficiency", [](NetworkParams& n) -> double& { return n.intra_efficiency; }, 0.05, 1.25});
   if (any([&](const NcclTestRow& r) { return r.nodes == 1 && r.bytes >= MiB && r.bytes <= 256 * MiB; })) {
@@ -194,6 +206,8 @@ NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>&
     if (p.name == "intra_efficiency") c.intra_efficiency = net.intra_efficiency;
     if (p.name == "call_overhead_us") c.call_overhead_s = net.call_overhead_s;
     if (p.name == "nvls_efficiency") c.nvls_efficiency = net.nvls_efficiency;
+    if (p.name == "inter_ll128_efficiency") c.inter_ll128_efficiency = net.inter_ll128_efficiency;
+    if (p.name == "inter_tree_efficiency") c.inter_tree_efficiency = net.inter_tree_efficiency;
     if (p.name == "inter_ramp_min") c.inter_ramp_min = net.inter_ramp_min;
     if (p.name == "inter_ramp_half_kib") c.inter_ramp_half_bytes = net.inter_ramp_half_bytes;
     if (p.name == "intra_ramp_min") c.intra_ramp_min = net.intra_ramp_min;

@@ -9,6 +9,7 @@ namespace micsim {
 
 bool Calibration::empty() const {
   return !intra_efficiency && !intra_latency_scale && !inter_efficiency && !inter_efficiency_at_scale && !inter_latency_s && !nvls_efficiency &&
+         !inter_ll128_efficiency && !inter_tree_efficiency &&
          !intra_ramp_min && !intra_ramp_half_bytes && !inter_ramp_min && !inter_ramp_half_bytes && !call_overhead_s &&
          !gemm_efficiency && !gemm_dim_half && !gemm_overhead_s && !attention_efficiency && !hbm_efficiency &&
          !kernel_overhead_s && !interference && !memory_pressure_onset && !memory_pressure_slowdown &&
@@ -22,6 +23,8 @@ void Calibration::apply(NetworkParams& net) const {
   if (inter_efficiency) net.inter_efficiency = *inter_efficiency;
   if (inter_efficiency_at_scale) net.inter_efficiency_at_scale = *inter_efficiency_at_scale;
   if (inter_latency_s) net.inter_latency_s = *inter_latency_s;
+  if (inter_ll128_efficiency) net.inter_ll128_efficiency = *inter_ll128_efficiency;
+  if (inter_tree_efficiency) net.inter_tree_efficiency = *inter_tree_efficiency;
   if (nvls_efficiency) net.nvls_efficiency = *nvls_efficiency;
   if (intra_ramp_min) net.intra_ramp_min = *intra_ramp_min;
   if (intra_ramp_half_bytes) net.intra_ramp_half_bytes = *intra_ramp_half_bytes;
@@ -29,7 +32,7 @@ void Calibration::apply(NetworkParams& net) const {
   if (inter_ramp_half_bytes) net.inter_ramp_half_bytes = *inter_ramp_half_bytes;
   if (call_overhead_s) net.call_overhead_s = *call_overhead_s;
   if (intra_efficiency || intra_latency_scale || inter_efficiency || inter_efficiency_at_scale || inter_latency_s ||
-      nvls_efficiency || intra_ramp_min || intra_ramp_half_bytes || inter_ramp_min || inter_ramp_half_bytes || call_overhead_s)
+      inter_ll128_efficiency || inter_tree_efficiency || nvls_efficiency || intra_ramp_min || intra_ramp_half_bytes || inter_ramp_min || inter_ramp_half_bytes || call_overhead_s)
     net.source = "calibration " + path;
 }
 
@@ -81,7 +84,7 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
   if (auto net = root.get("network")) {
     net->check_keys({"intra_efficiency", "intra_latency_scale", "inter_efficiency", "inter_efficiency_at_scale", "inter_latency_us",
                      "nvls_efficiency", "intra_ramp_min", "intra_ramp_half_kib", "inter_ramp_min", "inter_ramp_half_kib",
-                     "call_overhead_us"});
+                     "inter_ll128_efficiency", "inter_tree_efficiency", "call_overhead_us"});
     if (auto v = net->get("intra_efficiency")) c.intra_efficiency = v->as_double_in(0.01, 1.5);
     if (auto v = net->get("intra_latency_scale")) c.intra_latency_scale = v->as_double_in(0.0, 100.0);
     if (auto v = net->get("inter_efficiency")) c.inter_efficiency = v->as_double_in(0.01, 1.5);
@@ -92,6 +95,8 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
     if (auto v = net->get("intra_ramp_half_kib")) c.intra_ramp_half_bytes = v->as_double_in(0, 1e9) * 1024.0;
     if (auto v = net->get("inter_ramp_min")) c.inter_ramp_min = v->as_double_in(0.01, 1.0);
     if (auto v = net->get("inter_ramp_half_kib")) c.inter_ramp_half_bytes = v->as_double_in(0, 1e9) * 1024.0;
+    if (auto v = net->get("inter_ll128_efficiency")) c.inter_ll128_efficiency = v->as_double_in(0.05, 1.5);
+    if (auto v = net->get("inter_tree_efficiency")) c.inter_tree_efficiency = v->as_double_in(0.05, 1.5);
     if (auto v = net->get("call_overhead_us")) c.call_overhead_s = v->as_double_in(0, 1e5) * 1e-6;
   }
   if (auto cmp = root.get("compute")) {
@@ -147,6 +152,8 @@ std::string Calibration::to_yaml() const {
   put(net, "intra_ramp_half_kib", intra_ramp_half_bytes, 1.0 / 1024);
   put(net, "inter_ramp_min", inter_ramp_min);
   put(net, "inter_ramp_half_kib", inter_ramp_half_bytes, 1.0 / 1024);
+  put(net, "inter_ll128_efficiency", inter_ll128_efficiency);
+  put(net, "inter_tree_efficiency", inter_tree_efficiency);
   put(net, "call_overhead_us", call_overhead_s, 1e6);
   put(cmp, "gemm_efficiency", gemm_efficiency);
   put(cmp, "gemm_dim_half", gemm_dim_half);

@@ -6,7 +6,7 @@
 //   source: "nccl-tests logs ..."     # how it was made
 //   network: {intra_efficiency, intra_latency_scale, inter_efficiency, inter_efficiency_at_scale,
 //             inter_latency_us, nvls_efficiency, intra_ramp_min, intra_ramp_half_kib, inter_ramp_min,
-//             inter_ramp_half_kib, call_overhead_us}
+//             inter_ramp_half_kib, inter_ll128_efficiency, inter_tree_efficiency, call_overhead_us}
 //   compute: {gemm_efficiency, gemm_dim_half, gemm_overhead_us, gemm_fp8_efficiency, attention_efficiency,
 //             attention_backward_efficiency, hbm_efficiency, kernel_overhead_us, interference,
 //             memory_pressure_onset, memory_pressure_slowdown}
@@ -24,7 +24,7 @@ struct Calibration {
   std::string instance;
   std::string source;
   std::optional<double> intra_efficiency, intra_latency_scale, inter_efficiency, inter_efficiency_at_scale, inter_latency_s,
-      nvls_efficiency, intra_ramp_min, intra_ramp_half_bytes, inter_ramp_min, inter_ramp_half_bytes, call_overhead_s;
+      inter_ll128_efficiency, inter_tree_efficiency, nvls_efficiency, intra_ramp_min, intra_ramp_half_bytes, inter_ramp_min, inter_ramp_half_bytes, call_overhead_s;
   std::optional<double> gemm_efficiency, gemm_dim_half, gemm_overhead_s, attention_efficiency, hbm_efficiency,
       kernel_overhead_s, interference, memory_pressure_onset, memory_pressure_slowdown, attention_backward_efficiency,
       gemm_fp8_efficiency, eager_scale, jitter_cv, attention_scale, host_launch_s, gemm_scale, triton_attention_scale,

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "models/collective/nccl_tuner.hpp"
 #include "models/hardware/hardware.hpp"
 
 namespace micsim {
@@ -48,6 +49,13 @@ struct NetworkParams {
   double inter_efficiency = 0.9;        // fabric bandwidth_efficiency (collective over 2 nodes)
   double inter_efficiency_at_scale = 0.9;  // asymptote for collectives over many nodes
   double inter_latency_s = 0;           // fabric latency per inter-node step (NCCL latencyInter)
+  // Protocol and algorithm terms across nodes, relative to NCCL's own model. NCCL gives LL128 0.92 (ring)
+  // or 120/128 (tree) of Simple's bandwidth; a fabric that delivers 128-byte lines slower than Simple's
+  // large chunks reaches a fraction of that (inter_ll128_efficiency < 1). Trees over >= 3 nodes pipeline
+  // through interior nodes that send and receive for both trees at once; where the fabric loses
+  // bandwidth to that, tree and NVLS-tree reach inter_tree_efficiency of a ring's.
+  double inter_ll128_efficiency = 1.0;
+  double inter_tree_efficiency = 1.0;
   double call_overhead_s = 0;           // host/launch cost per collective call (instance-specific)
   int channels = 16;
   // Size-dependent bandwidth efficiency of the Simple and LL128 pipelines (the mid-size ramp seen in
@@ -60,6 +68,10 @@ struct NetworkParams {
   int nics = 1;
   std::vector<NcclAlgorithm> inter_algorithms;  // allowed across nodes (empty = all)
   std::vector<Protocol> inter_protocols;        // allowed across nodes (empty = all)
+  // The tuner plugin the instance loads (nullptr: none). Where one of its regions holds a collective,
+  // its choice replaces the fastest-candidate rule, and it may pick a protocol the fabric's free
+  // choice excludes (inter_protocols), as the plugin does on NCCL's cost table.
+  const NcclTuner* tuner = nullptr;
   std::string source;
 
   static NetworkParams from_instance(const InstanceSpec& inst);
@@ -118,6 +130,8 @@ class CollectiveModel {
   // Every applicable candidate, for reports and tests.
   std::vector<CollectiveEstimate> candidates(CollectiveOp op, double bytes, const GroupLayout& g) const;
   const NetworkParams& network() const { return net_; }
+  // What the network's tuner plugin forces here, if anything (NCCL_ALGO/NCCL_PROTO overrides win over it).
+  std::optional<CollectiveEstimate> tuner_choice(CollectiveOp op, double bytes, const GroupLayout& g) const;
 
  private:
   NetworkParams net_;

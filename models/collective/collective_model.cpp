@@ -63,6 +63,8 @@ NetworkParams NetworkParams::from_instance(const InstanceSpec& inst) {
   p.inter_efficiency = inst.network.fabric.bandwidth_efficiency;
   p.inter_efficiency_at_scale = inst.network.fabric.bandwidth_efficiency_at_scale;
   p.inter_latency_s = inst.network.fabric.latency_s;
+  p.inter_ll128_efficiency = inst.network.fabric.ll128_efficiency;
+  p.inter_tree_efficiency = inst.network.fabric.tree_efficiency_at_scale;
   p.inter_algorithms = inst.network.fabric.algorithms;
   // LL128 needs ordered 128-byte stores end to end, which some fabrics do not give (catalog `ll128`).
   if (!inst.network.fabric.ll128) p.inter_protocols = {Protocol::LL, Protocol::Simple};
@@ -74,7 +76,9 @@ NetworkParams NetworkParams::from_instance(const InstanceSpec& inst) {
   p.intra_ramp_half_bytes = inst.intra.ramp_half_bytes;
   p.inter_ramp_min = inst.network.fabric.ramp_min;
   p.inter_ramp_half_bytes = inst.network.fabric.ramp_half_bytes;
-  p.source = "catalog defaults for " + inst.name + " (fabric " + inst.network.fabric.name + ")";
+  if (!inst.nccl_tuner.empty()) p.tuner = find_nccl_tuner(inst.nccl_tuner);
+  p.source = "catalog defaults for " + inst.name + " (fabric " + inst.network.fabric.name +
+             (p.tuner ? ", tuner " + p.tuner->name : std::string()) + ")";
   return p;
 }
 
@@ -115,8 +119,27 @@ std::vector<CollectiveEstimate> CollectiveModel::candidates(CollectiveOp op, dou
   return out;
 }
 
+// The tuner plugin's pick for this collective, when a region holds it and its algorithm can run here
+// (the plugin skips what NCCL marks invalid, e.g. NVLS-Tree without NVLS, and tries the next region).
+std::optional<CollectiveEstimate> CollectiveModel::tuner_choice(CollectiveOp op, double bytes, const GroupLayout& g) const {
+  if (!net_.tuner) return std::nullopt;
+  for (const TunerRegion* r : net_.tuner->matches(op, bytes, g.ranks, g.nodes)) {
+    std::optional<CollectiveEstimate> e;
+    switch (r->algorithm) {
+      case NcclAlgorithm::Ring: e = estimate_ring(net_, op, bytes, g, r->protocol); break;
+      case NcclAlgorithm::Tree: e = estimate_tree(net_, op, bytes, g, r->protocol); break;
+      case NcclAlgorithm::NVLS:
+      case NcclAlgorithm::NVLSTree: e = estimate_nvls(net_, op, bytes, g, r->protocol); break;
+    }
+    if (e && e->algorithm == r->algorithm) return e;
+  }
+  return std::nullopt;
+}
+
 CollectiveEstimate CollectiveModel::estimate(CollectiveOp op, double bytes, const GroupLayout& g,
                                              const CollectiveChoice& choice) const {
+  if (!choice.algorithm && !choice.protocol)
+    if (auto t = tuner_choice(op, bytes, g)) return *t;
   std::optional<CollectiveEstimate> best;
   for (const auto& c : candidates(op, bytes, g)) {
     if (choice.algorithm && c.algorithm != *choice.algorithm) continue;

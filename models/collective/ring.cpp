@@ -42,7 +42,8 @@ std::optional<CollectiveEstimate> estimate_ring(const NetworkParams& net, Collec
   if (proto == Protocol::LL) {
     t_bw = std::max(t_bw / nccl::kLLEfficiency, volume / nccl::ll_max_bus_bw(net.arch, k));
   } else if (proto == Protocol::LL128) {
-    t_bw = std::max(t_bw / nccl::kLL128Efficiency, volume / (net.channels * nccl::per_channel_ring_ll128_bw(net.arch)));
+    const double t_lines = std::max(t_intra, t_inter / net.inter_ll128_efficiency) / nccl::kLL128Efficiency;
+    t_bw = std::max(t_lines, volume / (net.channels * nccl::per_channel_ring_ll128_bw(net.arch)));
   }
 
   // Latency (NCCL tuning.cc, ring): base + intra steps x NVLink latency + inter steps x network latency.

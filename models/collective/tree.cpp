@@ -27,7 +27,8 @@ std::optional<CollectiveEstimate> estimate_tree(const NetworkParams& net, Collec
   const double eff_intra = ramped ? net.intra_ramp(step) : 1.0;
   const double eff_inter = ramped ? net.inter_ramp(step) : 1.0;
   const double t_intra = e.intra_bytes_per_gpu / (net.intra_bytes_per_s * net.intra_efficiency * eff_intra);
-  const double t_inter = k > 1 ? e.inter_bytes_per_node / (net.inter_bandwidth_for(g) * eff_inter) : 0.0;
+  const double tree_eff = k > 2 ? net.inter_tree_efficiency : 1.0;
+  const double t_inter = k > 1 ? e.inter_bytes_per_node / (net.inter_bandwidth_for(g) * eff_inter * tree_eff) : 0.0;
   e.bottleneck = t_inter > t_intra ? Tier::Inter : Tier::Intra;
   double t_bw = std::max(t_intra, t_inter);
   if (t_bw <= 0) t_bw = 0;
@@ -39,7 +40,9 @@ std::optional<CollectiveEstimate> estimate_tree(const NetworkParams& net, Collec
   if (proto == Protocol::Simple) {
     t_bw = std::max(t_bw, chain / (net.channels * nccl::per_channel_tree_bw(net.arch, k)));
   } else if (proto == Protocol::LL128) {
-    t_bw = std::max(t_bw / (k == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
+    const double t_lines = k == 1 ? t_bw / (7.0 / 9.0)
+                                  : std::max(t_intra, t_inter / net.inter_ll128_efficiency) / (120.0 / 128.0);
+    t_bw = std::max(t_lines,
                     chain / (net.channels * nccl::per_channel_tree_ll128_bw(net.arch, k)));
   } else {
     t_bw = std::max(t_bw * 3.8, chain / nccl::ll_max_bus_bw(net.arch, k));

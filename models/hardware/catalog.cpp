@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "models/catalog/catalog_data.hpp"
+#include "models/collective/nccl_tuner.hpp"
 #include "models/hardware/prices.hpp"
 #include "models/io/input_file.hpp"
 
@@ -200,7 +201,7 @@ static NcclAlgorithm parse_algorithm(const YamlNode& n) {
 
 FabricSpec HardwareCatalog::parse_fabric(const YamlNode& n, const std::string& name) const {
   n.check_keys({"latency_us", "bandwidth_efficiency", "bandwidth_efficiency_at_scale", "ramp_min", "ramp_half_kib", "algorithms",
-                "ll128", "source"});
+                "ll128", "ll128_efficiency", "tree_efficiency_at_scale", "source"});
   FabricSpec f;
   f.name = name;
   f.latency_s = n.at("latency_us").as_double_in(0, 1e5) * 1e-6;
@@ -212,12 +213,14 @@ FabricSpec HardwareCatalog::parse_fabric(const YamlNode& n, const std::string& n
   if (auto a = n.get("algorithms"))
     for (const auto& item : a->items()) f.algorithms.push_back(parse_algorithm(item));
   if (auto v = n.get("ll128")) f.ll128 = v->as_bool();
+  if (auto v = n.get("ll128_efficiency")) f.ll128_efficiency = v->as_double_in(0.05, 1.5);
+  if (auto v = n.get("tree_efficiency_at_scale")) f.tree_efficiency_at_scale = v->as_double_in(0.05, 1.5);
   if (auto v = n.get("source")) f.source = v->as_string();
   return f;
 }
 
 InstanceSpec HardwareCatalog::parse_instance(const YamlNode& n, const std::string& name) const {
-  n.check_keys({"gpu", "gpus_per_node", "intra_node", "network", "price_usd_per_hour", "price_note", "source"});
+  n.check_keys({"gpu", "gpus_per_node", "intra_node", "network", "nccl_tuner", "price_usd_per_hour", "price_note", "source"});
   InstanceSpec s;
   s.name = name;
   YamlNode gpu = n.at("gpu");
@@ -261,6 +264,11 @@ InstanceSpec HardwareCatalog::parse_instance(const YamlNode& n, const std::strin
                               join_choices(fabric_names())));
     }
     s.network.fabric = *f;
+  }
+  if (auto t = n.get("nccl_tuner")) {
+    s.nccl_tuner = t->as_string();
+    if (!s.nccl_tuner.empty() && !find_nccl_tuner(s.nccl_tuner))
+      t->fail(fmt::format("unknown NCCL tuner '{}'; known: {}", s.nccl_tuner, join_choices(nccl_tuner_names())));
   }
   if (auto p = n.get("price_usd_per_hour")) s.price_usd_per_hour = p->as_double_in(0, 1e6), s.price_explicit = true;
   if (auto p = n.get("price_note")) s.price_note = p->as_string();

@@ -78,6 +78,8 @@ struct FabricSpec {
   double bandwidth_efficiency_at_scale = 0.9;  // the same when a collective spans many nodes (fabric hops, ECMP)
   std::vector<NcclAlgorithm> algorithms;  // enabled algorithms across nodes; empty = NCCL defaults
   bool ll128 = true;                      // LL128 across nodes: needs in-order 128-byte delivery end to end
+  double ll128_efficiency = 1.0;          // LL128's inter-node bandwidth / what NCCL's model gives it (ring 0.92, tree 120/128 of Simple)
+  double tree_efficiency_at_scale = 1.0;  // tree / NVLS-tree inter-node bandwidth / ring's, at >= 3 nodes
   double ramp_min = 1.0;                  // bandwidth efficiency ramp (see NetworkParams): floor ...
   double ramp_half_bytes = 0;             // ... and the per-rank step size at which it is half way up
   std::string source;
@@ -108,6 +110,7 @@ struct InstanceSpec {
   std::optional<double> price_usd_per_hour;  // on-demand, whole instance
   bool price_explicit = false;               // given in the instance entry (else from the price book)
   std::string price_note;
+  std::string nccl_tuner;                    // NCCL tuner plugin the instance's images load (nccl_tuners.yaml); "" = none
   std::string source;
 };
 
