@@ -162,7 +162,9 @@ Runner add_collective(CLI::App& app) {
       rows.push_back({{"size_bytes", json_bytes(bytes)}, {"count", int64_t(bytes / elem)}, {"time_us", e.time_s * 1e6},
                       {"algbw_GBps", e.algbw() / 1e9}, {"busbw_GBps", e.algbw() * f / 1e9},
                       {"algorithm", to_string(e.algorithm)}, {"protocol", to_string(e.protocol)},
-                      {"latency_us", e.latency_s * 1e6}, {"bottleneck", to_string(e.bottleneck)}});
+                      {"latency_us", e.latency_s * 1e6}, {"bottleneck", to_string(e.bottleneck)},
+                      {"selected_by", choice.algorithm || choice.protocol ? std::string("forced")
+                                      : e.tuner ? "tuner " + e.tuner->name : std::string("nccl")}});
     }
     if (!o->json.empty()) {
       nlohmann::json j = {{"instance", inst.name}, {"nodes", o->nodes}, {"gpus_per_node", g}, {"op", o->op},

@@ -129,3 +129,14 @@ TEST_CASE("an instance naming an unknown NCCL tuner is refused with its line") {
   CHECK(r.output.find("unknown NCCL tuner 'aws-ofi-nccl-9-p5'") != std::string::npos);
   CHECK(r.output.find(":7") != std::string::npos);
 }
+
+TEST_CASE("micsim collective --json says who picked the algorithm: the tuner, NCCL's cost model, or --algo") {
+  auto tuned = run_cli("collective --instance p5.48xlarge --nodes 4 --op all_reduce -b 1G -e 2G -f 2 --json -");
+  REQUIRE(tuned.status == 0);
+  CHECK(tuned.output.find("\"selected_by\": \"tuner aws-ofi-nccl-1.16.3-p5\"") != std::string::npos);
+  CHECK(tuned.output.find("\"protocol\": \"LL128\"") != std::string::npos);
+  auto two = run_cli("collective --instance p5.48xlarge --nodes 2 --op all_reduce -b 1G -e 1G --json -");
+  CHECK(two.output.find("\"selected_by\": \"nccl\"") != std::string::npos);
+  auto forced = run_cli("collective --instance p5.48xlarge --nodes 4 --op all_reduce -b 1G -e 1G --algo ring --proto Simple --json -");
+  CHECK(forced.output.find("\"selected_by\": \"forced\"") != std::string::npos);
+}

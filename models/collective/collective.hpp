@@ -101,6 +101,7 @@ struct CollectiveEstimate {
   Tier bottleneck = Tier::Intra;        // tier whose transfer time dominates
   double intra_time_s = 0;              // transfer time on each tier (protocol and ramp included);
   double inter_time_s = 0;              // time_s = latency_s + max(intra_time_s, inter_time_s)
+  const NcclTuner* tuner = nullptr;     // the plugin whose region chose algorithm/protocol (nullptr: NCCL's cost model)
   double algbw() const { return time_s > 0 ? bytes / time_s : 0; }
   double busbw() const;
 };

@@ -131,7 +131,10 @@ std::optional<CollectiveEstimate> CollectiveModel::tuner_choice(CollectiveOp op,
       case NcclAlgorithm::NVLS:
       case NcclAlgorithm::NVLSTree: e = estimate_nvls(net_, op, bytes, g, r->protocol); break;
     }
-    if (e && e->algorithm == r->algorithm) return e;
+    if (e && e->algorithm == r->algorithm) {
+      e->tuner = net_.tuner;
+      return e;
+    }
   }
   return std::nullopt;
 }
