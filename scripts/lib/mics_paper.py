@@ -84,7 +84,11 @@ def rows_by(data):
 
 def fmt_row(row):
     if row["status"] != "ok":
-        return f"{'-':>10}{'-':>9}{'-':>8}   {row['status'][:60]}"
+        # The table has 36 columns: a short reason, the full one is in the JSON.
+        st = row["status"]
+        why = ("does not fit in memory" if "fit" in st else
+               "partition > GPUs" if "partition_size" in st else "invalid (see JSON)")
+        return f"{'-':>10}  {why}"
     r = row["result"]
     return f"{r['samples_per_s']:>10.1f}{r['tflops_per_gpu']:>9.1f}{100 * row['scaling_efficiency']:>7.1f}%"
 
