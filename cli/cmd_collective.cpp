@@ -85,16 +85,12 @@ Runner add_collective(CLI::App& app) {
                        fmt::format("{:.3g} rows from {} to {} bytes; at most {:.0f} (use a larger factor)", rows_needed, o->min, o->max, kMaxRows));
     CollectiveChoice choice;
     if (!o->algo.empty()) {
-      const std::vector<std::string> names = {"ring", "tree", "nvls", "nvls_tree"};
-      auto it = std::find(names.begin(), names.end(), o->algo);
-      if (it == names.end()) throw InputError({"--algo " + o->algo, 0, 0}, "algo", "expected ring | tree | nvls | nvls_tree");
-      choice.algorithm = NcclAlgorithm(it - names.begin());
+      choice.algorithm = parse_nccl_algorithm(o->algo);
+      if (!choice.algorithm) throw InputError({"--algo " + o->algo, 0, 0}, "algo", "expected ring | tree | nvls | nvls_tree");
     }
     if (!o->proto.empty()) {
-      if (o->proto == "LL") choice.protocol = Protocol::LL;
-      else if (o->proto == "LL128") choice.protocol = Protocol::LL128;
-      else if (o->proto == "Simple") choice.protocol = Protocol::Simple;
-      else throw InputError({"--proto " + o->proto, 0, 0}, "proto", "expected LL | LL128 | Simple");
+      choice.protocol = parse_protocol(o->proto);
+      if (!choice.protocol) throw InputError({"--proto " + o->proto, 0, 0}, "proto", "expected LL | LL128 | Simple");
     }
     if (o->engine != "analytic" && o->engine != "simgrid")
       throw InputError({"--engine " + o->engine, 0, 0}, "engine", "expected analytic or simgrid");

@@ -145,9 +145,9 @@ NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>&
     params.push_back({"inter_efficiency_at_scale", [](NetworkParams& n) -> double& { return n.inter_efficiency_at_scale; }, 0.05, 1.0});
   // Terms of the algorithms a tuner plugin forces at >= 3 nodes: fitted only where such rows exist.
   auto tuned = [&](const NcclTestRow& r, auto pred) {
-    if (!base.tuner || r.nodes < 3 || r.bytes < 64 * MiB) return false;
-    for (const TunerRegion* t : base.tuner->matches(r.op, r.bytes, r.ranks, r.nodes)) return pred(*t);
-    return false;
+    if (!base.tuner || r.bytes < 64 * MiB) return false;
+    auto m = base.tuner->matches(r.op, r.bytes, r.ranks, r.nodes);  // empty below the plugin's min_nodes
+    return !m.empty() && pred(*m.front());
   };
   if (any([&](const NcclTestRow& r) { return tuned(r, [](const TunerRegion& t) { return t.protocol == Protocol::LL128; }); }))
     params.push_back({"inter_ll128_efficiency", [](NetworkParams& n) -> double& { return n.inter_ll128_efficiency; }, 0.05, 1.5});

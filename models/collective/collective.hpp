@@ -21,6 +21,7 @@ std::optional<CollectiveOp> parse_collective_op(const std::string& s);  // "all_
 
 enum class Protocol { LL, LL128, Simple };
 const char* to_string(Protocol p);
+std::optional<Protocol> parse_protocol(const std::string& s);  // "LL", "LL128", "Simple"
 
 // A class of link. NVLink/NVSwitch inside a node; the node's NICs and the fabric between nodes.
 enum class Tier { Intra, Inter };
@@ -79,6 +80,9 @@ struct NetworkParams {
   // switch; more nodes cross the fabric, where flow collisions cost bandwidth (EFA 2019: 10 GB/s on 2
   // nodes, 6-8 GB/s on 8-32, NVIDIA/nccl#235): e(k) = e_scale + (e_2 - e_scale)·2/k.
   double inter_efficiency_for(int nodes) const;
+  // Tree and NVLS-tree bandwidth across `nodes` nodes relative to a ring's: 1 up to two nodes (no
+  // interior nodes), inter_tree_efficiency beyond.
+  double tree_efficiency_for(int nodes) const { return nodes > 2 ? inter_tree_efficiency : 1.0; }
   // Inter-node bandwidth one group gets on a node: the node's NICs split among `concurrent_groups`
   // groups, and never more than its `ranks_per_node` GPUs can drive (a GPU reaches its own NICs:
   // nics/gpus_per_node of them when there are more NICs than GPUs, else one shared NIC).

@@ -34,6 +34,12 @@ const char* to_string(Protocol p) {
   return "?";
 }
 
+std::optional<Protocol> parse_protocol(const std::string& s) {
+  for (auto p : {Protocol::LL, Protocol::LL128, Protocol::Simple})
+    if (s == to_string(p)) return p;
+  return std::nullopt;
+}
+
 const char* to_string(Tier t) { return t == Tier::Intra ? "intra-node" : "inter-node"; }
 
 GroupLayout GroupLayout::make(int ranks, int nodes, int concurrent_groups) {

@@ -43,10 +43,9 @@ std::vector<const TunerRegion*> NcclTuner::matches(CollectiveOp op, double bytes
 }
 
 NcclTuner NcclTuner::parse(const YamlNode& n, const std::string& name) {
-  n.check_keys({"platforms", "ranks_per_node", "min_nodes", "source", "all_reduce", "all_gather", "reduce_scatter"});
+  n.check_keys({"ranks_per_node", "min_nodes", "source", "all_reduce", "all_gather", "reduce_scatter"});
   NcclTuner t;
   t.name = name;
-  for (const auto& p : n.at("platforms").items()) t.platforms.push_back(p.as_string());
   t.ranks_per_node = int(n.at("ranks_per_node").as_int_in(1, 1024));
   t.min_nodes = int(n.at("min_nodes").as_int_in(1, 1 << 20));
   t.source = n.at("source").as_string();
@@ -56,11 +55,8 @@ NcclTuner NcclTuner::parse(const YamlNode& n, const std::string& name) {
     for (const auto& e : list->items()) {
       e.check_keys({"algorithm", "protocol", "vertices"});
       TunerRegion r;
-      std::string a = e.at("algorithm").as_choice({"ring", "tree", "nvls", "nvls_tree"});
-      r.algorithm = a == "ring" ? NcclAlgorithm::Ring : a == "tree" ? NcclAlgorithm::Tree
-                  : a == "nvls" ? NcclAlgorithm::NVLS : NcclAlgorithm::NVLSTree;
-      std::string p = e.at("protocol").as_choice({"LL", "LL128", "Simple"});
-      r.protocol = p == "LL" ? Protocol::LL : p == "LL128" ? Protocol::LL128 : Protocol::Simple;
+      r.algorithm = *parse_nccl_algorithm(e.at("algorithm").as_choice({"ring", "tree", "nvls", "nvls_tree"}));
+      r.protocol = *parse_protocol(e.at("protocol").as_choice({"LL", "LL128", "Simple"}));
       YamlNode vs = e.at("vertices");
       for (const auto& v : vs.items()) {
         auto xy = v.items();

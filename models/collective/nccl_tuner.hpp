@@ -27,7 +27,6 @@ struct TunerRegion {
 
 struct NcclTuner {
   std::string name;
-  std::vector<std::string> platforms;
   int ranks_per_node = 8;
   int min_nodes = 3;
   std::string source;

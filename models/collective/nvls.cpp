@@ -25,8 +25,8 @@ std::optional<CollectiveEstimate> estimate_nvls(const NetworkParams& net, Collec
   const double eff_intra = net.intra_ramp(step);
   const double eff_inter = net.inter_ramp(step);
   const double t_intra = bytes / (net.intra_bytes_per_s * net.nvls_efficiency * eff_intra);
-  const double tree_eff = k > 2 ? net.inter_tree_efficiency : 1.0;  // NVLS-tree's tree across nodes
-  const double t_inter = k > 1 ? e.inter_bytes_per_node / (net.inter_bandwidth_for(g) * eff_inter * tree_eff) : 0.0;
+  // NVLS-tree's tree across nodes.
+  const double t_inter = k > 1 ? e.inter_bytes_per_node / (net.inter_bandwidth_for(g) * eff_inter * net.tree_efficiency_for(k)) : 0.0;
   e.bottleneck = t_inter > t_intra ? Tier::Inter : Tier::Intra;
   double intra_lat = nccl::hw_latency(nccl::LinkClass::NVLink, NcclAlgorithm::NVLS, proto) * net.intra_latency_scale;
   if (k == 1) {

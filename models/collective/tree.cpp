@@ -27,8 +27,7 @@ std::optional<CollectiveEstimate> estimate_tree(const NetworkParams& net, Collec
   const double eff_intra = ramped ? net.intra_ramp(step) : 1.0;
   const double eff_inter = ramped ? net.inter_ramp(step) : 1.0;
   const double t_intra = e.intra_bytes_per_gpu / (net.intra_bytes_per_s * net.intra_efficiency * eff_intra);
-  const double tree_eff = k > 2 ? net.inter_tree_efficiency : 1.0;
-  const double t_inter = k > 1 ? e.inter_bytes_per_node / (net.inter_bandwidth_for(g) * eff_inter * tree_eff) : 0.0;
+  const double t_inter = k > 1 ? e.inter_bytes_per_node / (net.inter_bandwidth_for(g) * eff_inter * net.tree_efficiency_for(k)) : 0.0;
   e.bottleneck = t_inter > t_intra ? Tier::Inter : Tier::Intra;
   double t_bw = std::max(t_intra, t_inter);
   if (t_bw <= 0) t_bw = 0;

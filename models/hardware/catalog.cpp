@@ -192,11 +192,7 @@ GpuSpec HardwareCatalog::parse_gpu(const YamlNode& n, const std::string& name) c
 }
 
 static NcclAlgorithm parse_algorithm(const YamlNode& n) {
-  std::string a = n.as_choice({"ring", "tree", "nvls", "nvls_tree"});
-  if (a == "ring") return NcclAlgorithm::Ring;
-  if (a == "tree") return NcclAlgorithm::Tree;
-  if (a == "nvls") return NcclAlgorithm::NVLS;
-  return NcclAlgorithm::NVLSTree;
+  return *parse_nccl_algorithm(n.as_choice({"ring", "tree", "nvls", "nvls_tree"}));
 }
 
 FabricSpec HardwareCatalog::parse_fabric(const YamlNode& n, const std::string& name) const {

@@ -49,6 +49,12 @@ const char* to_string(NcclAlgorithm a) {
   return "?";
 }
 
+std::optional<NcclAlgorithm> parse_nccl_algorithm(const std::string& s) {
+  for (auto a : {NcclAlgorithm::Ring, NcclAlgorithm::Tree, NcclAlgorithm::NVLS, NcclAlgorithm::NVLSTree})
+    if (s == to_string(a)) return a;
+  return std::nullopt;
+}
+
 double GpuSpec::peak(Precision p) const {
   auto it = peak_flops.find(p);
   if (it == peak_flops.end()) throw std::logic_error("precision not supported by " + name);

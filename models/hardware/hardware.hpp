@@ -70,6 +70,7 @@ struct GpuSpec {
 
 enum class NcclAlgorithm { Ring, Tree, NVLS, NVLSTree };
 const char* to_string(NcclAlgorithm a);
+std::optional<NcclAlgorithm> parse_nccl_algorithm(const std::string& s);  // "ring", "tree", "nvls", "nvls_tree"
 
 struct FabricSpec {
   std::string name;

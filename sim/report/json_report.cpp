@@ -196,11 +196,8 @@ SimulationResult result_from_json(const nlohmann::json& j) {
     e.op = *parse_collective_op(c.at("op").get<std::string>());
     e.layout = GroupLayout::make(c.at("ranks"), c.at("nodes"));
     e.bytes = c.at("bytes");
-    const std::string algo = c.at("algorithm");
-    e.algorithm = algo == "ring" ? NcclAlgorithm::Ring : algo == "tree" ? NcclAlgorithm::Tree : algo == "nvls" ? NcclAlgorithm::NVLS
-                                                                                                                 : NcclAlgorithm::NVLSTree;
-    const std::string proto = c.at("protocol");
-    e.protocol = proto == "LL" ? Protocol::LL : proto == "LL128" ? Protocol::LL128 : Protocol::Simple;
+    e.algorithm = parse_nccl_algorithm(c.at("algorithm").get<std::string>()).value_or(NcclAlgorithm::NVLSTree);
+    e.protocol = parse_protocol(c.at("protocol").get<std::string>()).value_or(Protocol::Simple);
     e.time_s = c.at("time_s");
     e.intra_bytes_per_gpu = c.at("intra_bytes_per_gpu");
     e.inter_bytes_per_node = c.at("inter_bytes_per_node");
