@@ -54,6 +54,9 @@ void Calibration::apply(ComputeCalibration& c) const {
   if (triton_attention_scale) c.triton_attention_scale = *triton_attention_scale;
   if (host_launch_s) c.host_launch_s = *host_launch_s;
   if (gemm_scale) c.gemm_scale = *gemm_scale;
+  // Kernel rates measured on the user's GPUs were measured at whatever power limit those run at: the
+  // catalog's power curve must not lower them a second time.
+  if (gemm_efficiency || gemm_fp8_efficiency || has_attention_terms()) c.power_rate = 1.0;
   // Attention terms measured on the user's kernel replace the catalog's whole: its length terms too
   // (none given = a rate that does not depend on length).
   if (has_attention_terms())

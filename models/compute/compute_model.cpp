@@ -1,6 +1,10 @@
 #include "models/compute/compute_model.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+
+#include "models/hardware/power_limit.hpp"
 
 namespace micsim {
 
@@ -28,8 +32,12 @@ ComputeCalibration ComputeCalibration::defaults_for(const GpuSpec& gpu, Attentio
   c.gemm_fp8_efficiency = gpu.gemm_fp8_efficiency;
   c.hbm_efficiency = gpu.hbm_efficiency;
   c.gemm_scale = gpu.sustained_gemm_scale;
+  c.power_rate = power_limited_compute_rate(gpu);
   if (gpu.sustained_attention_scale > 0) c.attention_scale = gpu.sustained_attention_scale;
   c.source = "catalog default for " + gpu.name + " (models/catalog/instances.yaml)";
+  if (c.power_rate < 1.0)
+    c.source += fmt::format("; GEMMs and attention at {:.1f} % of their rate: {:.0f} W limit of {:.0f} W TDP ({})", 100 * c.power_rate,
+                            gpu.power_limit_w, gpu.tdp_w, gpu.power_curve_source);
   c.attention_kernel = kernel;
   if (kernel == AttentionKernel::Triton) {
     // No sweep of the kernel is published per GPU: FlashAttention-2's terms over the paper's ratios
@@ -59,7 +67,7 @@ double ComputeModel::gemm_time(const Gemm& g, bool fp8) const {
   const bool in_fp8 = fp8 && peak_fp8_ > 0;
   const double large = in_fp8 && cal_.gemm_fp8_efficiency > 0 ? cal_.gemm_fp8_efficiency : cal_.gemm_efficiency;
   double eff = std::min(1.0, large * cal_.gemm_scale) * dmin / (dmin + cal_.gemm_dim_half);
-  double compute = g.flops() / ((in_fp8 ? peak_fp8_ : peak_) * eff);
+  double compute = g.flops() / ((in_fp8 ? peak_fp8_ : peak_) * eff * cal_.power_rate);
   double e = in_fp8 ? 1.0 : bytes_per_element(precision_);
   double bytes = e * double(g.batch) * (double(g.m) * g.k + double(g.k) * g.n + double(g.m) * g.n);
   double memory = bytes / (hbm_ * cal_.hbm_efficiency);
@@ -78,7 +86,7 @@ double ComputeModel::pass_time(const PassWork& w, bool is_backward, bool flash_a
   const double long_eff = is_backward && cal_.attention_backward_efficiency > 0 ? cal_.attention_backward_efficiency : cal_.attention_efficiency;
   const double attn_eff = long_eff * cal_.attention_seq_half.factor(double(w.attention_seq), w.causal);
   const double kernel_scale = cal_.attention_kernel == AttentionKernel::Triton ? cal_.triton_attention_scale : 1.0;
-  t += cal_.attention_scale * kernel_scale * attn / (peak_ * attn_eff);
+  t += cal_.attention_scale * kernel_scale * attn / (peak_ * attn_eff * cal_.power_rate);
   t += (w.elementwise_bytes + cal_.eager_scale * w.eager_bytes) / (hbm_ * cal_.hbm_efficiency);
   t += w.kernels * cal_.kernel_overhead_s;
   // The GPU can run no faster than the host launches its kernels (GEMMs and attention included).

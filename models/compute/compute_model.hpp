@@ -50,6 +50,11 @@ struct ComputeCalibration {
   // around them) against the kernel benchmarks the GEMM terms are fitted on: their efficiency is
   // multiplied by this (per GPU generation, fitted on the training corpus).
   double gemm_scale = 1.0;
+  // A GPU run below its TDP (nvidia-smi -pl) clocks down: GEMMs and attention run at this fraction of
+  // their rate at TDP (its measured power curve, models/hardware/power_limit.hpp; 1 without a limit).
+  // HBM-bound kernels keep theirs. Kernel terms calibrated on the user's own GPUs already include
+  // their limit, so such a calibration sets this back to 1.
+  double power_rate = 1.0;
   // Host (CPU) time to launch one kernel in eager PyTorch: a pass takes at least kernels x this, the
   // launch-bound regime of small models and micro-batches (fitted on the training corpus).
   double host_launch_s = 0.0;

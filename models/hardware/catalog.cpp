@@ -8,6 +8,7 @@
 
 #include "models/catalog/catalog_data.hpp"
 #include "models/collective/nccl_tuner.hpp"
+#include "models/hardware/power_limit.hpp"
 #include "models/hardware/prices.hpp"
 #include "models/io/input_file.hpp"
 
@@ -148,10 +149,28 @@ static void parse_attention_kernels(const YamlNode& n, GpuSpec& g) {
   }
 }
 
+// [[limit / TDP, throughput / at TDP], ...]: measured points, limits ascending, the last at the TDP.
+static std::vector<PowerPoint> parse_power_curve(const YamlNode& n) {
+  if (!n.is_sequence()) n.fail("expected a list of [limit fraction of TDP, throughput fraction at TDP] pairs");
+  std::vector<PowerPoint> c;
+  for (const YamlNode& pt : n.items()) {
+    std::vector<YamlNode> xy = pt.is_sequence() ? pt.items() : std::vector<YamlNode>{};
+    if (xy.size() != 2) pt.fail("expected [limit fraction of TDP, throughput fraction at TDP]");
+    PowerPoint p{xy[0].as_double_in(0.01, 1.0), xy[1].as_double_in(0.01, 1.0)};
+    if (!c.empty() && (p.limit_fraction <= c.back().limit_fraction || p.throughput_fraction < c.back().throughput_fraction))
+      pt.fail("expected limit fractions ascending and throughput never falling as the limit rises");
+    c.push_back(p);
+  }
+  if (c.empty() || c.back().limit_fraction != 1.0 || c.back().throughput_fraction != 1.0)
+    n.fail("expected the curve to end at [1.0, 1.0] (the TDP, where the part's kernel terms were measured)");
+  return c;
+}
+
 GpuSpec HardwareCatalog::parse_gpu(const YamlNode& n, const std::string& name) const {
   n.check_keys({"arch", "memory_gib", "peak_tflops", "hbm_tbytes_per_s", "gemm_efficiency", "gemm_dim_half",
                 "gemm_overhead_us", "attention_efficiency", "attention_backward_efficiency", "attention_seq_half", "gemm_fp8_efficiency",
-                "hbm_efficiency", "sustained_gemm_scale", "sustained_attention_scale", "kernels_as", "attention_kernels", "source"});
+                "hbm_efficiency", "sustained_gemm_scale", "sustained_attention_scale", "kernels_as", "attention_kernels", "tdp_w",
+                "power_limit_w", "power_curve", "power_curve_source", "source"});
   GpuSpec g;
   // kernels_as: a variant of a part already in the catalog (same die, other memory or power) takes that
   // part's fitted kernel terms unless it states its own, so a refit of the part reaches its variants.
@@ -164,6 +183,8 @@ GpuSpec HardwareCatalog::parse_gpu(const YamlNode& n, const std::string& name) c
     g.attention_kernels = base->attention_kernels;
     g.gemm_fp8_efficiency = base->gemm_fp8_efficiency, g.hbm_efficiency = base->hbm_efficiency;
     g.sustained_gemm_scale = base->sustained_gemm_scale, g.sustained_attention_scale = base->sustained_attention_scale;
+    // The same die at the same TDP clocks down the same way; its power limit is the variant's own.
+    g.tdp_w = base->tdp_w, g.power_curve = base->power_curve, g.power_curve_source = base->power_curve_source;
   }
   g.name = name;
   g.arch = parse_arch(n.at("arch"));
@@ -187,6 +208,14 @@ GpuSpec HardwareCatalog::parse_gpu(const YamlNode& n, const std::string& name) c
   if (auto v = n.get("hbm_efficiency")) g.hbm_efficiency = v->as_double_in(0.05, 1.0);
   if (auto v = n.get("sustained_gemm_scale")) g.sustained_gemm_scale = v->as_double_in(0.1, 2.0);
   if (auto v = n.get("sustained_attention_scale")) g.sustained_attention_scale = v->as_double_in(0.1, 10.0);
+  if (auto v = n.get("tdp_w")) g.tdp_w = v->as_double_in(1, 1e5);
+  if (auto v = n.get("power_curve")) g.power_curve = parse_power_curve(*v);
+  if (auto v = n.get("power_curve_source")) g.power_curve_source = v->as_string();
+  if (auto v = n.get("power_limit_w")) {
+    const double w = v->as_double_in(1, 1e5);
+    if (std::string why = power_limit_problem(g, w); !why.empty()) v->fail(why);
+    g.power_limit_w = w;
+  }
   if (auto v = n.get("source")) g.source = v->as_string();
   return g;
 }

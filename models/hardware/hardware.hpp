@@ -45,6 +45,12 @@ struct AttentionKernelEfficiency {
   AttentionSeqHalf seq_half;  // all zero = the GPU's FlashAttention-2 class length terms
 };
 
+// One measured point of a GPU's power curve: at a limit of `limit_fraction` x TDP, compute-bound work
+// runs at `throughput_fraction` of its rate at TDP.
+struct PowerPoint {
+  double limit_fraction = 1, throughput_fraction = 1;
+};
+
 struct GpuSpec {
   std::string name;
   GpuArch arch = GpuArch::Ampere;
@@ -63,6 +69,12 @@ struct GpuSpec {
   double hbm_efficiency = 0.8;            // memory-bound kernels: achievable / HBM peak (STREAM-like copies)
   double sustained_gemm_scale = 1.0;      // GEMM efficiency in a training step / in a kernel benchmark (fitted on the corpus)
   double sustained_attention_scale = 0;   // attention time in a training step / in its kernel benchmark (fitted; 0 = the compute default)
+  // Power: the board power its clocks are specified at, the limit it runs under (nvidia-smi -pl) and the
+  // measured throughput of compute-bound work against the limit (models/hardware/power_limit.hpp).
+  double tdp_w = 0;                       // 0 = not stated
+  double power_limit_w = 0;               // 0 = its TDP
+  std::vector<PowerPoint> power_curve;    // ascending limit fractions, the last at 1.0
+  std::string power_curve_source;
   std::string source;
   bool supports(Precision p) const { return peak_flops.count(p) > 0; }
   double peak(Precision p) const;         // throws std::logic_error if unsupported (validated earlier)

@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "models/hardware/catalog.hpp"
+#include "models/hardware/power_limit.hpp"
 #include "models/io/input_file.hpp"
 #include "sim/scenario/scenario.hpp"
 
@@ -23,7 +24,7 @@ std::string resolve_relative(const std::string& base_file, const std::string& pa
 }
 
 ClusterSpec parse_cluster(const YamlNode& n) {
-  n.check_keys({"instance", "nodes", "fabric"});
+  n.check_keys({"instance", "nodes", "fabric", "gpu_power_limit_w"});
   ClusterSpec c;
   const auto& cat = HardwareCatalog::builtin();
   YamlNode inst = n.at("instance");
@@ -41,6 +42,12 @@ ClusterSpec parse_cluster(const YamlNode& n) {
     c.instance = *spec;
   }
   c.nodes = static_cast<int>(n.at("nodes").as_int_in(1, 1 << 20));
+  // Every GPU of the cluster run under this limit (nvidia-smi -pl), in place of the part's default.
+  if (auto p = n.get("gpu_power_limit_w")) {
+    const double w = p->as_double_in(1, 1e5);
+    if (std::string why = power_limit_problem(c.instance.gpu, w); !why.empty()) p->fail(why);
+    c.instance.gpu.power_limit_w = w;
+  }
   if (auto f = n.get("fabric")) {
     f->check_keys({"oversubscription", "nodes_per_leaf", "placement"});
     if (auto o = f->get("oversubscription")) c.fabric.oversubscription = o->as_double_in(1.0, 1024.0);
