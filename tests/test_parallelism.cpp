@@ -295,16 +295,15 @@ TEST_CASE("published Megatron-LM runs (Korthikanti 2022 Table 5, Narayanan 2021 
   REQUIRE(k >= 15);
   CHECK(layer / k <= 0.04);
   CHECK(std::fabs(layer_signed / k) <= 0.04);
-  // torchtitan's FSDP2 + TP/PP/CP tables (Dec 2024, H100): tokens/s within 20 % on average (a guard on
-  // today's 19.2 %: 10.0 % before the attention kernels' refit, 14.4 % before the length terms and the
-  // prior; nearly every row too fast, on 500 W parts whose power cap micsim does not model; the
-  // context-parallel rows at cp 4 and 8 are the worst).
+  // torchtitan's FSDP2 + TP/PP/CP tables (Dec 2024, H100): tokens/s within 16 % on average (a guard on
+  // today's 14.5 %: 19.2-20.0 % before the GPUs' 500 W power limit was modelled, 10.0 % before the
+  // attention kernels' refit; most rows still too fast, the context-parallel rows at cp 4 and 8 the worst).
   double tt = 0;
   int m = 0;
   for (const auto& p : preds)
     if (p.row->id.rfind("tt24dec-", 0) == 0 && p.row->metric == "tokens_per_s_per_gpu") tt += std::fabs(p.error()), ++m;
   REQUIRE(m >= 10);
-  CHECK(tt / m <= 0.20);
+  CHECK(tt / m <= 0.16);
   // Their peak memory (every table, FSDP-only included): torchtitan logs the allocator's reserved peak,
   // micsim predicts the allocated one, so it is low; within 12.5 % on average (today 12.1 %) and no row
   // beyond 22 %. With Megatron-LM's loss memory and attention-core recomputation in place of torchtitan's
