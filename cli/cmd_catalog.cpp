@@ -8,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "models/framework/framework.hpp"
 #include "models/hardware/catalog.hpp"
+#include "models/hardware/power_limit.hpp"
 #include "models/hardware/prices.hpp"
 #include "models/io/input_error.hpp"
 #include "models/io/input_file.hpp"
@@ -54,6 +55,10 @@ json gpu_json(const GpuSpec& g) {
           {"gemm_efficiency", g.gemm_efficiency},
           {"attention_efficiency", g.attention_efficiency},
           {"attention_seq_half_tokens", {{"causal", g.attention_seq_half.causal}, {"full", g.attention_seq_half.full}}},
+          {"tdp_w", g.tdp_w},
+          {"power_limit_w", g.power_limit_w > 0 ? g.power_limit_w : g.tdp_w},
+          {"compute_rate_at_power_limit", power_limited_compute_rate(g)},
+          {"power_curve_source", g.power_curve_source},
           {"source", g.source}};
 }
 

@@ -99,6 +99,13 @@ strategy: {kind: zero3}
   auto r = run_cli("simulate " + yaml);
   CHECK(r.status == 0);
   CHECK(r.output.find("91.5 % of their rate: 500 W limit of 700 W TDP (Mayr et al. 2026") != std::string::npos);
+  // `catalog show` states the limit, the TDP, the rate and where the curve comes from.
+  auto shown = run_cli("catalog show H100-HBM2e-96GB --json -", false);
+  CHECK(shown.status == 0);
+  CHECK(shown.output.find("\"power_limit_w\": 500.0") != std::string::npos);
+  CHECK(shown.output.find("\"tdp_w\": 700.0") != std::string::npos);
+  CHECK(shown.output.find("\"compute_rate_at_power_limit\": 0.91") != std::string::npos);
+  CHECK(shown.output.find("arXiv 2603.16164") != std::string::npos);
   // The user can lift it to the TDP: faster.
   auto lifted = run_cli("simulate " + yaml + " --set cluster.gpu_power_limit_w=700 --json -", false);
   auto capped = run_cli("simulate " + yaml + " --json -", false);
