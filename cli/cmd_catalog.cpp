@@ -56,7 +56,7 @@ json gpu_json(const GpuSpec& g) {
           {"attention_efficiency", g.attention_efficiency},
           {"attention_seq_half_tokens", {{"causal", g.attention_seq_half.causal}, {"full", g.attention_seq_half.full}}},
           {"tdp_w", g.tdp_w},
-          {"power_limit_w", g.power_limit_w > 0 ? g.power_limit_w : g.tdp_w},
+          {"power_limit_w", effective_power_limit_w(g)},
           {"compute_rate_at_power_limit", power_limited_compute_rate(g)},
           {"power_curve_source", g.power_curve_source},
           {"source", g.source}};

@@ -37,7 +37,7 @@ ComputeCalibration ComputeCalibration::defaults_for(const GpuSpec& gpu, Attentio
   c.source = "catalog default for " + gpu.name + " (models/catalog/instances.yaml)";
   if (c.power_rate < 1.0)
     c.source += fmt::format("; GEMMs and attention at {:.1f} % of their rate: {:.0f} W limit of {:.0f} W TDP ({})", 100 * c.power_rate,
-                            gpu.power_limit_w, gpu.tdp_w, gpu.power_curve_source);
+                            effective_power_limit_w(gpu), gpu.tdp_w, gpu.power_curve_source);
   c.attention_kernel = kernel;
   if (kernel == AttentionKernel::Triton) {
     // No sweep of the kernel is published per GPU: FlashAttention-2's terms over the paper's ratios

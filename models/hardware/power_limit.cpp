@@ -4,9 +4,11 @@
 
 namespace micsim {
 
+double effective_power_limit_w(const GpuSpec& gpu) { return gpu.power_limit_w > 0 ? gpu.power_limit_w : gpu.tdp_w; }
+
 double power_limited_compute_rate(const GpuSpec& gpu) {
-  if (gpu.power_limit_w <= 0 || gpu.tdp_w <= 0 || gpu.power_curve.empty()) return 1.0;
-  const double x = gpu.power_limit_w / gpu.tdp_w;
+  if (gpu.tdp_w <= 0 || gpu.power_curve.empty()) return 1.0;
+  const double x = effective_power_limit_w(gpu) / gpu.tdp_w;
   const auto& c = gpu.power_curve;
   if (x >= c.back().limit_fraction) return c.back().throughput_fraction;
   if (x <= c.front().limit_fraction) return c.front().throughput_fraction;

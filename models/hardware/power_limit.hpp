@@ -7,6 +7,9 @@
 
 namespace micsim {
 
+// The limit the GPU runs under: its power_limit_w, or its TDP where none is set (0 when neither is known).
+double effective_power_limit_w(const GpuSpec& gpu);
+
 // Compute-bound throughput at the GPU's power limit / at its TDP (1 with no limit set, or at the TDP).
 double power_limited_compute_rate(const GpuSpec& gpu);
 
