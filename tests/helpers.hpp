@@ -63,19 +63,49 @@ inline std::string read_text(const std::string& path) {
   return ss.str();
 }
 
-// A fresh directory under /tmp for one test's files.
-inline std::string temp_dir(const std::string& tag) {
-  std::string tmpl = "/tmp/micsim-" + tag + "-XXXXXX";
-  const char* d = ::mkdtemp(tmpl.data());
-  return d ? d : "";
+// This test process's private directory (mkdtemp under $TMPDIR or /tmp, mode 0700), removed when the
+// process exits. Every scratch path of a test lives inside it: a predictable name directly under /tmp
+// could be a link planted by someone else, and the suite runs as root.
+inline const std::string& private_dir() {
+  struct Dir {
+    std::string path;
+    Dir() {
+      const char* t = std::getenv("TMPDIR");
+      std::string tmpl = std::string(t && *t ? t : "/tmp") + "/micsim-test-XXXXXX";
+      if (!::mkdtemp(tmpl.data())) {
+        std::perror("micsim tests: cannot create a private temporary directory");
+        std::abort();
+      }
+      path = tmpl;
+    }
+    ~Dir() { std::system(("rm -rf '" + path + "'").c_str()); }
+  };
+  static const Dir dir;
+  return dir.path;
 }
 
-// Writes `text` to a fresh temporary file and returns its path.
+// A path for a scratch file named `name` inside the private directory (nothing is created).
+inline std::string temp_path(const std::string& name) { return private_dir() + "/" + name; }
+
+// A fresh directory inside the private directory for one test's files.
+inline std::string temp_dir(const std::string& tag) {
+  std::string tmpl = private_dir() + "/" + tag + "-XXXXXX";
+  if (!::mkdtemp(tmpl.data())) {
+    std::perror("micsim tests: cannot create a temporary directory");
+    std::abort();
+  }
+  return tmpl;
+}
+
+// Writes `text` to a scratch file named `name` in the private directory and returns its path.
 inline std::string temp_file(const std::string& name, const std::string& text) {
-  std::string path = "/tmp/micsim-test-" + std::to_string(::getpid()) + "-" + name;
-  FILE* f = std::fopen(path.c_str(), "w");
-  std::fputs(text.c_str(), f);
-  std::fclose(f);
+  const std::string path = temp_path(name);
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << text;
+  if (!f) {
+    std::fprintf(stderr, "micsim tests: cannot write %s\n", path.c_str());
+    std::abort();
+  }
   return path;
 }
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "fuzz/fuzz_targets.hpp"
+#include "helpers.hpp"
 
 namespace fs = std::filesystem;
 
@@ -20,9 +21,7 @@ namespace {
 // The command-line target, replayed through the real binary in a fresh workspace (as fuzz_cli runs
 // it in-process): the exit status must be 0, 2, 3 or 4.
 void cli_replay(const std::string& text) {
-  const fs::path dir = fs::temp_directory_path() / ("micsim-cli-replay-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const fs::path dir = micsim::test::temp_dir("cli-replay");
   for (const auto& [name, content] : micsim::fuzz::cli_workspace()) std::ofstream(dir / name) << content;
   std::vector<std::string> args = micsim::fuzz::cli_arguments(text);
   std::string cmd = "cd '" + dir.string() + "' && '" + MICSIM_BINARY + "'";

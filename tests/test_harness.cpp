@@ -18,7 +18,7 @@ static int run(const std::string& cmd) {
 
 TEST_CASE("harness: GEMM sweep and NCCL benchmark run on a GPU, or skip cleanly without one") {
   const std::string dir = MICSIM_HARNESS_DIR;
-  const std::string tmp = "/tmp/micsim-test-" + std::to_string(::getpid());
+  const std::string tmp = micsim::test::temp_path("harness");
   std::string shapes = micsim::test::temp_file("shapes.csv", "name,m,n,k,batch,count\nsq,1024,1024,1024,1,1\nbmm,512,512,64,8,1\n");
   int rc = run(dir + "/micsim_gemm_sweep --shapes " + shapes + " --dtype bf16 --iters 5 --out " + tmp + "-gemm.csv 2>/dev/null");
   if (rc == 77) {

@@ -62,8 +62,7 @@ Run shell(const fs::path& dir, const std::string& script, const std::string& pre
 }
 
 fs::path fresh_copy(const fs::path& src, const std::string& tag) {
-  fs::path dst = fs::temp_directory_path() / ("micsim-hostile-" + std::to_string(::getpid()) + "-" + tag + "-" + src.filename().string());
-  fs::remove_all(dst);
+  const fs::path dst = fs::path(micsim::test::temp_dir("hostile-" + tag)) / src.filename();
   fs::copy(src, dst, fs::copy_options::recursive | fs::copy_options::copy_symlinks);
   return dst;
 }

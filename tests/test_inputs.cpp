@@ -122,7 +122,8 @@ TEST_CASE("bad input: exit status 2 with file, line, key and expectation") {
   CHECK(cal.output.find("--calibration") != std::string::npos);
   // Command-line numbers are range-checked too, and the message gives the range.
   const std::string scenario = temp_file("good.yaml", kGood);
-  for (const char* bad : {" --threads -3", " --refine -1", " --top 0", " --target-tokens -1", " --stop-after -2 --checkpoint /tmp/x"}) {
+  const std::string checkpoint = " --checkpoint " + micsim::test::temp_path("refused-ck");
+  for (const std::string& bad : std::vector<std::string>{" --threads -3", " --refine -1", " --top 0", " --target-tokens -1", " --stop-after -2" + checkpoint}) {
     auto r = run_cli("plan " + scenario + bad + " -q");
     CHECK_MESSAGE(r.status == 2, bad << ": " << r.output);
     CHECK_MESSAGE(r.output.find("range") != std::string::npos, bad << ": " << r.output);
@@ -165,7 +166,7 @@ TEST_CASE("keys that do not apply to the strategy are ignored with a warning") {
 
 TEST_CASE("--json writes the whole result and nothing on failure") {
   std::string path = temp_file("good.yaml", kGood);
-  std::string out = "/tmp/micsim-test-" + std::to_string(::getpid()) + "-out.json";
+  std::string out = micsim::test::temp_path("out.json");
   std::remove(out.c_str());
   auto bad = run_cli("simulate " + path + " --set cluster.nodes=0 --json " + out);
   CHECK(bad.status == 2);

@@ -74,7 +74,7 @@ TEST_CASE("published CSV rows: derived values when only busbw was published") {
 }
 
 TEST_CASE("micsim collective prints nccl-tests' layout that the parser reads back") {
-  std::string out = "/tmp/micsim-test-" + std::to_string(::getpid()) + "-coll.txt";
+  std::string out = micsim::test::temp_path("coll.txt");
   auto r = run_cli("collective --instance p4d.24xlarge --nodes 4 --op all_gather -b 8 -e 8G -f 2 > " + out);
   REQUIRE(r.status == 0);
   auto rows = load_nccl_tests(out);
@@ -102,12 +102,12 @@ TEST_CASE("calibrate recovers the network terms that generated a log") {
   std::string truth = temp_file("truth.yaml", "instance: p4d.24xlarge\nnetwork: {inter_latency_us: 40, inter_efficiency: 0.6, inter_efficiency_at_scale: 0.45}\n");
   std::string logs;
   for (int nodes : {2, 4, 8}) {
-    std::string out = "/tmp/micsim-test-" + std::to_string(::getpid()) + "-ag" + std::to_string(nodes) + ".txt";
+    std::string out = micsim::test::temp_path("ag" + std::to_string(nodes) + ".txt");
     REQUIRE(run_cli("collective --instance p4d.24xlarge --nodes " + std::to_string(nodes) +
                     " --op all_gather -b 1K -e 4G -f 4 --calibration " + truth + " > " + out).status == 0);
     logs += " --nccl-tests " + out;
   }
-  std::string cal = "/tmp/micsim-test-" + std::to_string(::getpid()) + "-fit.yaml";
+  std::string cal = micsim::test::temp_path("fit.yaml");
   auto r = run_cli("calibrate" + logs + " --instance p4d.24xlarge --out " + cal);
   REQUIRE(r.status == 0);
   Calibration c = load_calibration(cal);

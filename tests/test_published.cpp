@@ -66,14 +66,14 @@ TEST_CASE("GEMM calibration: the A100 defaults reproduce the published cublasLt 
 TEST_CASE("micsim calibrate --gemm writes compute terms a scenario loads; bad GEMM CSVs are errors with a line") {
   using micsim::test::run_cli;
   using micsim::test::temp_file;
-  std::string out = "/tmp/micsim-test-" + std::to_string(::getpid()) + "-gemm.yaml";
+  std::string out = micsim::test::temp_path("gemm.yaml");
   auto r = run_cli("calibrate --gemm " + data("gemm/azure-nd-a100-v4-cublaslt-fp16.csv") + " --instance p4de.24xlarge --out " + out);
   REQUIRE(r.status == 0);
   Calibration c = load_calibration(out);
   CHECK(c.gemm_efficiency.has_value());
   CHECK_FALSE(c.inter_latency_s.has_value());
   auto bad = temp_file("gemm.csv", "m,n,k,tflops\n1024,1024,1024,120\n1024,x,1024,100\n");
-  auto rb = run_cli("calibrate --gemm " + bad + " --instance p4d.24xlarge --out /tmp/x.yaml");
+  auto rb = run_cli("calibrate --gemm " + bad + " --instance p4d.24xlarge --out " + micsim::test::temp_path("refused.yaml"));
   CHECK(rb.status == 2);
   CHECK(rb.output.find(":3") != std::string::npos);
   auto shapes = run_cli("shapes " + std::string(MICSIM_SOURCE_DIR) + "/scenarios/bert-10b-mics-p3dn-16-nodes.yaml", false);
