@@ -34,6 +34,8 @@ struct PreparedSimulation {
   ComputeCalibration compute_calibration;
   TaskGraph graph;
   int sync_ranks = 1;  // ranks one rank meets within a micro-step: who jitter waits for (from the graph)
+  int sync_groups = 1;  // world / sync_ranks: groups of such ranks that meet only at the step's end
+  int sync_micro_steps = 1;  // micro-steps whose noise a group accumulates before that meeting
   OpCosts costs;
   double memory_utilisation = 0;  // peak / (capacity - reserve)
   double compute_slowdown = 1;    // from allocator pressure (ComputeCalibration)

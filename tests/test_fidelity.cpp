@@ -2,7 +2,10 @@
 // training corpus and its out-of-sample error bands.
 #include <doctest/doctest.h>
 
+#include <array>
+#include <cmath>
 #include <deque>
+#include <random>
 #include <set>
 
 #include "helpers.hpp"
@@ -116,6 +119,62 @@ TEST_CASE("jitter: the expected maximum of N normal draws, in closed form and sa
   const double s0 = simulate_simgrid(prepare_simulation(quiet)).iteration_time_s;
   CHECK(s1 > s0);
   CHECK(s1 - s0 == doctest::Approx(a.iteration_time_s - a0.iteration_time_s).epsilon(0.25));
+}
+
+TEST_CASE("jitter: groups that meet once per step wait for the one whose micro-steps added up slowest (closed form = seeded Monte Carlo)") {
+  CHECK(stddev_max_standard_normal(1) == 1.0);
+  CHECK(stddev_max_standard_normal(2) == doctest::Approx(std::sqrt(1 - 1 / M_PI)).epsilon(1e-4));  // exact
+  double prev = 1.0;
+  for (int n : {8, 64, 512, 100000}) {  // the maximum of more draws is more concentrated
+    CHECK(stddev_max_standard_normal(n) < prev);
+    prev = stddev_max_standard_normal(n);
+  }
+  // The process the closed form stands for: every micro-step each of G groups takes the max of N standard
+  // normals; the step ends with the group whose k micro-steps summed highest. Sampled with a fixed seed.
+  std::mt19937_64 rng(2026);
+  std::normal_distribution<double> z;
+  auto sampled = [&](int n, int g, int k) {
+    const int trials = 4000;
+    double total = 0;
+    for (int t = 0; t < trials; ++t) {
+      double slowest = -1e300;
+      for (int group = 0; group < g; ++group) {
+        double sum = 0;
+        for (int step = 0; step < k; ++step) {
+          double m = -1e300;
+          for (int r = 0; r < n; ++r) m = std::max(m, z(rng));
+          sum += m;
+        }
+        slowest = std::max(slowest, sum / k);
+      }
+      total += slowest;
+    }
+    return total / trials;
+  };
+  for (auto [n, g, k] : std::vector<std::array<int, 3>>{{8, 16, 4}, {8, 2, 4}, {1, 64, 4}, {8, 64, 8}}) {
+    const double closed = jitter_compute_factor(1.0, n, g, k) - 1.0;
+    CHECK_MESSAGE(closed == doctest::Approx(sampled(n, g, k)).epsilon(0.03), n << " ranks, " << g << " groups, " << k << " micro-steps");
+  }
+  CHECK(jitter_compute_factor(0.05, 64, 1, 4) == doctest::Approx(1 + 0.05 * expected_max_standard_normal(64)));  // one group: unchanged
+  CHECK(jitter_compute_factor(0, 8, 16, 4) == 1.0);
+  // MiCS with accumulation on 64 GPUs: partition groups of 8 between their per-step all-reduces. The step
+  // waits longer than a single group's E[max of 8] and less than the world's E[max of 64]; more micro-steps
+  // average the groups' noise, so the wait shrinks towards E[max of 8].
+  Scenario sc = scenario("p4d.24xlarge", 8, "bert-10b", "mics", 8, 4 * 8 * 64, {"strategy.partition_size=8"});
+  sc.calibration.jitter_cv = 0.05;
+  const PreparedSimulation p = prepare_simulation(sc);
+  CHECK(p.sync_ranks == 8);
+  CHECK(p.sync_groups == 8);
+  CHECK(p.sync_micro_steps == 4);
+  const double f = analytic_jitter_factor(p);
+  CHECK(f > 1 + 0.05 * expected_max_standard_normal(8));
+  CHECK(f < 1 + 0.05 * expected_max_standard_normal(64));
+  Scenario longer = sc;
+  longer.training.global_batch *= 4;
+  CHECK(analytic_jitter_factor(prepare_simulation(longer)) < f);
+  Scenario quiet = sc;
+  quiet.calibration.jitter_cv = 1e-12;
+  CHECK(run(sc).iteration_time_s > run(quiet).iteration_time_s);
 }
 
 TEST_CASE("jitter is absorbed where communication hides compute: ZeRO-3 on 2019 EFA barely waits for its slowest rank") {

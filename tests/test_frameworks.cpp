@@ -115,9 +115,10 @@ TEST_CASE("MiCS paper headline by mechanism: BERT-10B on 128 p3dn GPUs, MiCS / Z
   // this pass up to +17.6 %). Issue 12 asks for 15 %; micsim was at +13 % (3.19x) until jitter came to
   // meet only the ranks a micro-step synchronises with (docs/model.md §2.6): a MiCS rank with gradient
   // accumulation meets its partition group of 8 between the per-step all-reduces, a ZeRO-3 rank all 128
-  // in every layer, so MiCS waits less, 3.38x (+20 %). The bound guards today's figure; the issue's
-  // 15 % is not met.
-  CHECK(std::fabs(ratio / 2.82 - 1) <= 0.22);
+  // in every layer, so MiCS waits less, 3.38x (+20 %). Since 2026-12-03 the 16 partition groups also wait
+  // at the step's end for the one whose 4 micro-steps added up slowest (jitter_compute_factor): 3.33x
+  // (+18 %). The bound guards today's figure; the issue's 15 % is not met.
+  CHECK(std::fabs(ratio / 2.82 - 1) <= 0.19);
   // Scaling efficiency 16 -> 128 GPUs (weak scaling), MiCS over ZeRO-3: within 15 % of 1.27x.
   auto per_gpu = [](const SimulationResult& r) { return r.samples_per_s / r.world_size; };
   const double eff = (per_gpu(mics) / per_gpu(at("mics", 2))) / (per_gpu(zero3) / per_gpu(at("zero3", 2)));

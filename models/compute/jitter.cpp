@@ -1,5 +1,7 @@
 #include "models/compute/jitter.hpp"
 
+#include <algorithm>
+
 namespace micsim {
 
 double normal_quantile(double p) {
@@ -24,6 +26,33 @@ double normal_quantile(double p) {
   double q = p - 0.5, r = q * q;
   return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q /
          (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
+}
+
+double stddev_max_standard_normal(int n) {
+  if (n <= 1) return 1.0;
+  // Density of the maximum: n·phi(x)·Phi(x)^(n-1); its mass sits in [-8, 10] for any int n.
+  const double lo = -8.0, hi = 10.0;
+  const int intervals = 600;  // even, for Simpson's rule
+  const double dx = (hi - lo) / intervals;
+  double m0 = 0, m1 = 0, m2 = 0;
+  for (int i = 0; i <= intervals; ++i) {
+    const double x = lo + i * dx;
+    const double cdf = 0.5 * std::erfc(-x / std::sqrt(2.0));
+    const double log_density = std::log(double(n)) - 0.5 * x * x - 0.5 * std::log(2.0 * M_PI) + (n - 1) * std::log(std::max(cdf, 1e-300));
+    const double w = (i == 0 || i == intervals) ? 1.0 : (i % 2 ? 4.0 : 2.0);
+    const double f = w * std::exp(log_density);
+    m0 += f, m1 += f * x, m2 += f * x * x;
+  }
+  const double mean = m1 / m0;
+  return std::sqrt(std::max(0.0, m2 / m0 - mean * mean));
+}
+
+double jitter_compute_factor(double cv, int ranks, int groups, int micro_steps) {
+  if (!(cv > 0)) return 1.0;
+  double excess = expected_max_standard_normal(ranks);
+  if (groups > 1)
+    excess += stddev_max_standard_normal(ranks) * expected_max_standard_normal(groups) / std::sqrt(double(std::max(1, micro_steps)));
+  return 1.0 + cv * excess;
 }
 
 }  // namespace micsim
