@@ -69,6 +69,7 @@ inline std::string read_text(const std::string& path) {
 inline const std::string& private_dir() {
   struct Dir {
     std::string path;
+    pid_t owner = ::getpid();  // a forked child that exits normally must not remove its parent's files
     Dir() {
       const char* t = std::getenv("TMPDIR");
       std::string tmpl = std::string(t && *t ? t : "/tmp") + "/micsim-test-XXXXXX";
@@ -78,7 +79,9 @@ inline const std::string& private_dir() {
       }
       path = tmpl;
     }
-    ~Dir() { std::system(("rm -rf '" + path + "'").c_str()); }
+    ~Dir() {
+      if (::getpid() == owner) std::system(("rm -rf '" + path + "'").c_str());
+    }
   };
   static const Dir dir;
   return dir.path;
