@@ -78,8 +78,6 @@ static PreparedSimulation prepare_stage(const Scenario& sc, const PrepareOptions
   in.max_built_micro_steps = opt.max_built_micro_steps;
   p.graph = build_schedule(in);
   p.sync_ranks = jitter_sync_ranks(p.graph, p.layout);
-  p.sync_groups = std::max(1, p.layout.world / p.sync_ranks);
-  p.sync_micro_steps = static_cast<int>(std::min<int64_t>(sc.grad_accumulation_steps(), 1 << 30));
 
   ComputeModel compute(sc.cluster.instance.gpu, sc.training.precision, p.compute_calibration);
   CollectiveModel collectives(p.network);
@@ -317,13 +315,13 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
   }
   if (p.compute_calibration.jitter_cv > 0 && p.layout.world > 1) {
     const int met = p.sync_ranks;
-    if (engine == "analytic" && p.sync_groups > 1)
+    if (engine == "analytic" && jitter_sync_groups(p) > 1)
       r.sources.push_back(fmt::format("jitter: a rank meets {} ranks per micro-step and runs at the slowest's pace; the {} such groups meet "
                                       "once per step, after {} micro-step(s), and wait for the slowest group: compute x {:.4f} (jitter_cv "
                                       "{:.4g} x (E[max of {}] + sd[max of {}] x E[max of {}] / sqrt {}), normals; what communication hides "
                                       "is absorbed; docs/model.md sec 2.6)",
-                                      met, p.sync_groups, p.sync_micro_steps, analytic_jitter_factor(p), p.compute_calibration.jitter_cv,
-                                      met, met, p.sync_groups, p.sync_micro_steps));
+                                      met, jitter_sync_groups(p), sc.grad_accumulation_steps(), analytic_jitter_factor(p),
+                                      p.compute_calibration.jitter_cv, met, met, jitter_sync_groups(p), sc.grad_accumulation_steps()));
     else if (engine == "analytic")
       r.sources.push_back(fmt::format("jitter: a rank meets {} ranks per micro-step and runs at the slowest's pace, compute x {:.4f} "
                                       "(jitter_cv {:.4g} x E[max of {} normals]; what communication hides is absorbed; docs/model.md sec 2.6)",
@@ -365,8 +363,11 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
 // of those N ranks, whose compute takes 1 + cv·E[max of N standard normals] longer: compute hidden under
 // communication it did not trigger (a prefetched gather) absorbs that; compute on the critical path,
 // or feeding a blocking collective, does not.
+int jitter_sync_groups(const PreparedSimulation& p) { return std::max(1, p.layout.world / p.sync_ranks); }
+
 double analytic_jitter_factor(const PreparedSimulation& p) {
-  return jitter_compute_factor(p.compute_calibration.jitter_cv, p.sync_ranks, p.sync_groups, p.sync_micro_steps);
+  const int micro_steps = static_cast<int>(std::min<int64_t>(p.scenario.grad_accumulation_steps(), 1 << 30));
+  return jitter_compute_factor(p.compute_calibration.jitter_cv, p.sync_ranks, jitter_sync_groups(p), micro_steps);
 }
 
 SimulationResult simulate_analytic(const PreparedSimulation& p) {

@@ -34,8 +34,6 @@ struct PreparedSimulation {
   ComputeCalibration compute_calibration;
   TaskGraph graph;
   int sync_ranks = 1;  // ranks one rank meets within a micro-step: who jitter waits for (from the graph)
-  int sync_groups = 1;  // world / sync_ranks: groups of such ranks that meet only at the step's end
-  int sync_micro_steps = 1;  // micro-steps whose noise a group accumulates before that meeting
   OpCosts costs;
   double memory_utilisation = 0;  // peak / (capacity - reserve)
   double compute_slowdown = 1;    // from allocator pressure (ComputeCalibration)
@@ -100,5 +98,7 @@ SimulationResult simulate_analytic(const PreparedSimulation& p);
 // What the analytic engine stretches compute-stream tasks by under jitter: the slowest of the
 // `sync_ranks` ranks a micro-step meets (models/compute/jitter.hpp).
 double analytic_jitter_factor(const PreparedSimulation& p);
+// The world / sync_ranks groups of such ranks, which meet only at the step's end, after its micro-steps.
+int jitter_sync_groups(const PreparedSimulation& p);
 
 }  // namespace micsim

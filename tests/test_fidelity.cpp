@@ -164,8 +164,8 @@ TEST_CASE("jitter: groups that meet once per step wait for the one whose micro-s
   sc.calibration.jitter_cv = 0.05;
   const PreparedSimulation p = prepare_simulation(sc);
   CHECK(p.sync_ranks == 8);
-  CHECK(p.sync_groups == 8);
-  CHECK(p.sync_micro_steps == 4);
+  CHECK(jitter_sync_groups(p) == 8);
+  CHECK(p.scenario.grad_accumulation_steps() == 4);
   const double f = analytic_jitter_factor(p);
   CHECK(f > 1 + 0.05 * expected_max_standard_normal(8));
   CHECK(f < 1 + 0.05 * expected_max_standard_normal(64));

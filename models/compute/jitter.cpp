@@ -1,6 +1,7 @@
 #include "models/compute/jitter.hpp"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace micsim {
 
@@ -28,8 +29,8 @@ double normal_quantile(double p) {
          (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1);
 }
 
-double stddev_max_standard_normal(int n) {
-  if (n <= 1) return 1.0;
+namespace {
+double stddev_max_by_quadrature(int n) {
   // Density of the maximum: n·phi(x)·Phi(x)^(n-1); its mass sits in [-8, 10] for any int n.
   const double lo = -8.0, hi = 10.0;
   const int intervals = 600;  // even, for Simpson's rule
@@ -45,6 +46,16 @@ double stddev_max_standard_normal(int n) {
   }
   const double mean = m1 / m0;
   return std::sqrt(std::max(0.0, m2 / m0 - mean * mean));
+}
+}  // namespace
+
+double stddev_max_standard_normal(int n) {
+  if (n <= 1) return 1.0;
+  // A planner ranks thousands of candidates with a handful of group sizes: 600 points once per size.
+  thread_local std::unordered_map<int, double> known;
+  auto it = known.find(n);
+  if (it == known.end()) it = known.emplace(n, stddev_max_by_quadrature(n)).first;
+  return it->second;
 }
 
 double jitter_compute_factor(double cv, int ranks, int groups, int micro_steps) {
