@@ -314,18 +314,17 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
                                     "onset and slope fitted on MosaicML runs)", 100 * (p.compute_slowdown - 1), 100 * used));
   }
   if (p.compute_calibration.jitter_cv > 0 && p.layout.world > 1) {
-    const int met = p.sync_ranks;
-    if (engine == "analytic" && jitter_sync_groups(p) > 1)
-      r.sources.push_back(fmt::format("jitter: a rank meets {} ranks per micro-step and runs at the slowest's pace; the {} such groups meet "
-                                      "once per step, after {} micro-step(s), and wait for the slowest group: compute x {:.4f} (jitter_cv "
-                                      "{:.4g} x (E[max of {}] + sd[max of {}] x E[max of {}] / sqrt {}), normals; what communication hides "
-                                      "is absorbed; docs/model.md sec 2.6)",
-                                      met, jitter_sync_groups(p), sc.grad_accumulation_steps(), analytic_jitter_factor(p),
-                                      p.compute_calibration.jitter_cv, met, met, jitter_sync_groups(p), sc.grad_accumulation_steps()));
-    else if (engine == "analytic")
-      r.sources.push_back(fmt::format("jitter: a rank meets {} ranks per micro-step and runs at the slowest's pace, compute x {:.4f} "
-                                      "(jitter_cv {:.4g} x E[max of {} normals]; what communication hides is absorbed; docs/model.md sec 2.6)",
-                                      met, analytic_jitter_factor(p), p.compute_calibration.jitter_cv, met));
+    const int met = p.sync_ranks, groups = jitter_sync_groups(p);
+    const int64_t k = sc.grad_accumulation_steps();
+    // The step-end term only where groups meet once per step (jitter_compute_factor).
+    const std::string step_end = groups > 1 ? fmt::format("; the {} such groups meet once per step, after {} micro-step(s), and wait "
+                                                          "for the slowest group", groups, k) : "";
+    const std::string formula = groups > 1 ? fmt::format("(E[max of {}] + sd[max of {}] x E[max of {}] / sqrt {})", met, met, groups, k)
+                                           : fmt::format("E[max of {}]", met);
+    if (engine == "analytic")
+      r.sources.push_back(fmt::format("jitter: a rank meets {} ranks per micro-step and runs at the slowest's pace{}: compute x {:.4f} "
+                                      "(jitter_cv {:.4g} x {}, standard normals; what communication hides is absorbed; docs/model.md sec 2.6)",
+                                      met, step_end, analytic_jitter_factor(p), p.compute_calibration.jitter_cv, formula));
     else
       r.sources.push_back(fmt::format("jitter: each node's compute x (1 + {:.4g} x the largest of its GPUs' normal draws), sampled with a "
                                       "fixed seed for the whole step (docs/model.md sec 2.6)", p.compute_calibration.jitter_cv));
@@ -360,7 +359,8 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
 // ranks a rank meets between syncs (system noise at scale: Hoefler, Schneider, Lumsdaine, SC'10). A
 // ZeRO-3 rank meets the whole data-parallel world in every layer; a Megatron-LM rank its tensor-parallel
 // group and a pipeline neighbour, the rest once per step. The step is then the timeline of the slowest
-// of those N ranks, whose compute takes 1 + cv·E[max of N standard normals] longer: compute hidden under
+// rank: of the N it meets per micro-step, and of the world / N groups that meet at the step's end after
+// its micro-steps (jitter_compute_factor). Its compute takes that factor longer: compute hidden under
 // communication it did not trigger (a prefetched gather) absorbs that; compute on the critical path,
 // or feeding a blocking collective, does not.
 int jitter_sync_groups(const PreparedSimulation& p) { return std::max(1, p.layout.world / p.sync_ranks); }

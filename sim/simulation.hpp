@@ -96,7 +96,8 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline timeline,
 // Runs the analytic engine.
 SimulationResult simulate_analytic(const PreparedSimulation& p);
 // What the analytic engine stretches compute-stream tasks by under jitter: the slowest of the
-// `sync_ranks` ranks a micro-step meets (models/compute/jitter.hpp).
+// `sync_ranks` ranks a micro-step meets, and of the groups that meet at the step's end
+// (jitter_compute_factor, models/compute/jitter.hpp).
 double analytic_jitter_factor(const PreparedSimulation& p);
 // The world / sync_ranks groups of such ranks, which meet only at the step's end, after its micro-steps.
 int jitter_sync_groups(const PreparedSimulation& p);

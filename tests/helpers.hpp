@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -80,7 +81,8 @@ inline const std::string& private_dir() {
       path = tmpl;
     }
     ~Dir() {
-      if (::getpid() == owner) std::system(("rm -rf '" + path + "'").c_str());
+      std::error_code ignored;  // nothing to do about a leftover at exit
+      if (::getpid() == owner) std::filesystem::remove_all(path, ignored);
     }
   };
   static const Dir dir;
