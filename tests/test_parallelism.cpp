@@ -306,20 +306,33 @@ TEST_CASE("published Megatron-LM runs (Korthikanti 2022 Table 5, Narayanan 2021 
     if (p.row->id.rfind("tt24dec-", 0) == 0 && p.row->metric == "tokens_per_s_per_gpu") tt += std::fabs(p.error()), ++m;
   REQUIRE(m >= 10);
   CHECK(tt / m <= 0.16);
-  // Their peak memory (every table, FSDP-only included): torchtitan logs the allocator's reserved peak,
-  // micsim predicts the allocated one, so it is low; within 12.5 % on average (today 12.1 %) and no row
-  // beyond 22 %. With Megatron-LM's loss memory and attention-core recomputation in place of torchtitan's
-  // cross-entropy and per-op policy the average was 23 % on the 11 model-parallel rows.
+  // Their peak memory (every table, FSDP-only included) against torchtitan's log, the caching
+  // allocator's reserved peak: within 7.5 % on average (today 6.7 %; 11.2 % when micsim compared its
+  // allocated peak, which has no room for the 16-bit logits' block the eager loss leaves behind) and no
+  // row beyond 18 % (today the 405B cp 8 row, 17.0 %). The compiled 8B rows, where the loss is the
+  // peak and nothing else is left to explain, within 2 %. With Megatron-LM's loss memory and
+  // attention-core recomputation in place of torchtitan's cross-entropy and per-op policy the average
+  // was 23 % on the 11 model-parallel rows.
   double mem = 0;
   int k_mem = 0;
   for (const auto& p : preds)
     if (p.row->id.rfind("tt24dec-", 0) == 0 && p.row->metric == "memory_gb_per_gpu") {
       CAPTURE(p.row->id);
-      CHECK(std::fabs(p.error()) < 0.22);
+      CHECK(std::fabs(p.error()) < 0.18);
+      if (p.row->id.find("-compile") != std::string::npos && p.row->id.find("-8b-") != std::string::npos) CHECK(std::fabs(p.error()) < 0.02);
       mem += std::fabs(p.error()), ++k_mem;
     }
   REQUIRE(k_mem >= 18);
-  CHECK(mem / k_mem <= 0.125);
+  CHECK(mem / k_mem <= 0.075);
+  // Trainy's H200 runs (June 2025) compile the loss with the model: never part of any fit, within 7 %.
+  int k_h200 = 0;
+  for (const auto& p : preds)
+    if (p.row->id.rfind("tt25-h200-", 0) == 0 && p.row->metric == "memory_gb_per_gpu") {
+      CAPTURE(p.row->id);
+      CHECK(std::fabs(p.error()) < 0.07);
+      ++k_h200;
+    }
+  CHECK(k_h200 == 2);
 }
 
 TEST_CASE("parallelism errors name the key and what it must divide") {

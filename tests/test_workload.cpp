@@ -64,6 +64,8 @@ TEST_CASE("the loss holds what its cross-entropy allocates per logit") {
   CHECK(loss_bytes_per_logit(CrossEntropy::Torch, Precision::BF16, false) == 12.0);
   CHECK(loss_bytes_per_logit(CrossEntropy::Torch, Precision::BF16, true) == 16.0);
   CHECK(loss_bytes_per_logit(CrossEntropy::Torch, Precision::FP32, false) == 12.0);  // no copy, same backward
+  // Compiled: the 16-bit logits kept for the backward and the 16-bit gradient; fp32 stays in registers.
+  CHECK(loss_bytes_per_logit(CrossEntropy::Compiled, Precision::BF16, false) == 4.0);
 
   // In the estimate the difference is exactly (s·b·V/tp) x the difference per logit.
   const ModelSpec& m = *find_model_preset("llama3-8b");
@@ -77,6 +79,48 @@ TEST_CASE("the loss holds what its cross-entropy allocates per logit") {
   CHECK(estimate_memory(w, s, torch, Optimizer::Adam, 80e9).activations_bytes -
             estimate_memory(w, s, fused, Optimizer::Adam, 80e9).activations_bytes ==
         doctest::Approx(6.0 * logits));
+}
+
+TEST_CASE("the caching allocator keeps the eager loss's freed 16-bit logits reserved") {
+  // torchtitan's train step (9dec370): pred (2 B/logit), pred.float() (4), log_softmax's output (4, saved);
+  // the copy is freed after the forward, pred by `del pred`: 6 free bytes per logit before the backward
+  // allocates nll_loss's gradient (4, fits) and log_softmax_backward's output (4, does not fit in the 2
+  // left): reserved 2 + 4 + 4 + 4 = 14 = the allocated peak 12 + the logits' 2. DTensor loss parallel:
+  // 14 reserved after the forward, 10 free, three 4-byte tensors in the backward: 18 = 16 + 2.
+  CHECK(loss_cached_bytes_per_logit(CrossEntropy::Torch, Precision::BF16) == 2.0);
+  CHECK(loss_cached_bytes_per_logit(CrossEntropy::Torch, Precision::FP32) == 0.0);  // the freed block fits fp32
+  CHECK(loss_cached_bytes_per_logit(CrossEntropy::Fused, Precision::BF16) == 0.0);   // in place, nothing freed
+  CHECK(loss_cached_bytes_per_logit(CrossEntropy::Compiled, Precision::BF16) == 0.0);
+
+  const ModelSpec& m = *find_model_preset("llama3-8b");
+  WorkloadOptions o;
+  o.micro_batch = 2, o.seq_len = 8192, o.precision = Precision::BF16, o.flash_attention = true;
+  const Workload w = build_workload(m, o);
+  ShardingSpec s;  // sharded over 8 (FSDP): the optimizer's fp32 gradient copy is not the peak
+  s.param_shards = s.grad_shards = s.optimizer_shards = 8;
+  const double logits = double(o.micro_batch * o.seq_len) * double(m.vocab);
+  ActivationOptions a{Checkpointing::Full, 1, true};
+  for (CrossEntropy ce : {CrossEntropy::Fused, CrossEntropy::Torch, CrossEntropy::Compiled}) {
+    a.cross_entropy = ce;
+    CAPTURE(to_string(ce));
+    const MemoryEstimate e = estimate_memory(w, s, a, Optimizer::Adam, 80e9);
+    // The loss is this step's peak (full checkpointing, 2 x 8192 tokens x 128k vocabulary), so the
+    // reserved peak is the allocated one plus exactly the cached block.
+    CHECK(e.allocator_reserved_bytes - e.peak_bytes == doctest::Approx(logits * loss_cached_bytes_per_logit(ce, Precision::BF16)));
+  }
+  // Compiling the loss saves 8 bytes per logit allocated, 10 reserved.
+  a.cross_entropy = CrossEntropy::Torch;
+  const MemoryEstimate eager = estimate_memory(w, s, a, Optimizer::Adam, 80e9);
+  a.cross_entropy = CrossEntropy::Compiled;
+  const MemoryEstimate compiled = estimate_memory(w, s, a, Optimizer::Adam, 80e9);
+  CHECK(eager.peak_bytes - compiled.peak_bytes == doctest::Approx(8.0 * logits));
+  CHECK(eager.allocator_reserved_bytes - compiled.allocator_reserved_bytes == doctest::Approx(10.0 * logits));
+  // Without checkpointing the loss still tops every block's stored activations: the same extra block.
+  a = ActivationOptions{Checkpointing::None, 1, true};
+  a.cross_entropy = CrossEntropy::Torch;
+  o.micro_batch = 1, o.seq_len = 2048;
+  const MemoryEstimate small = estimate_memory(build_workload(m, o), s, a, Optimizer::Adam, 80e9);
+  CHECK(small.allocator_reserved_bytes == doctest::Approx(small.peak_bytes + 2.0 * 2048 * double(m.vocab)));
 }
 
 TEST_CASE("the loss reads and writes what its cross-entropy's kernels touch per logit") {

@@ -51,7 +51,8 @@ MegatronRow row_identity(const CsvTable& t, const CsvRow& r) {
 
 // One row of the shared header (validation/data/megatron/README.md) into a row to score, or a skip.
 MegatronRow read_row(const CsvTable& t, const CsvRow& r) {
-  if (field(t, r, "id").rfind("tt24dec-", 0) == 0) return read_torchtitan_row(t, r);
+  const std::string id = field(t, r, "id");
+  if (id.rfind("tt24dec-", 0) == 0 || id.rfind("tt25-h200-", 0) == 0) return read_torchtitan_row(t, r);
   auto f = [&](const char* k) { return field(t, r, k); };
   MegatronRow row = row_identity(t, r);
   auto skip = [&](const std::string& why) {
@@ -199,14 +200,21 @@ MegatronRow read_torchtitan_row(const CsvTable& t, const CsvRow& r) {
     row.assumptions.push_back(fmt::format("{} pipeline micro-batches of {} (torchtitan's default: one per stage)", micro_batches, int(mb)));
   }
   if (!(gb > 0)) gb = local * row.dp, row.assumptions.push_back(fmt::format("global batch {} (local x dp; not stated)", int(gb)));
-  const bool fp8 = table.find("Float8") != std::string::npos, compile = table.find("torch.compile") != std::string::npos;
+  // Trainy's H200 runs (June 2025, torchtitan e7c0cae) name compile and Float8 in the notes only; that
+  // torchtitan compiles the loss with training.compile (torchtitan/components/loss.py
+  // build_cross_entropy_loss, from bbb1b616 of 2025-04-02), and gathers FSDP weights in float8.
+  const bool trainy = row.id.rfind("tt25-h200-", 0) == 0;
+  const std::string says = trainy ? notes : table;
+  const bool fp8 = says.find("Float8") != std::string::npos;
+  const bool compile = says.find(trainy ? "compile" : "torch.compile") != std::string::npos;
   const bool async_tp = table.find("AsyncTP") != std::string::npos || notes.find("AsyncTP") != std::string::npos;
   row.assumptions.push_back("8 x 400 Gb/s RDMA taken as InfiniBand NDR (as the corpus does)");
 
   YAML::Node y;
   y["name"] = row.id;
   YAML::Node inst = y["cluster"]["instance"];
-  inst["gpu"] = "H100-HBM2e-96GB";  // Grand Teton: 96 GB HBM2e at 2.4 TB/s, 500 W (the doc's platform section)
+  // Grand Teton: 96 GB HBM2e at 2.4 TB/s, 500 W (the doc's platform section); Trainy: H200 SXM.
+  inst["gpu"] = trainy ? "H200-SXM-141GB" : "H100-HBM2e-96GB";
   inst["gpus_per_node"] = 8;
   inst["intra_node"]["kind"] = "nvlink";
   inst["intra_node"]["gbytes_per_s"] = 370.8;
@@ -224,8 +232,9 @@ MegatronRow read_torchtitan_row(const CsvTable& t, const CsvRow& r) {
   tr["precision"] = fp8 ? "fp8" : "bf16";
   tr["compile"] = compile;
   // torchtitan's loss_fn: F.cross_entropy(pred.flatten(0, 1).float(), ...), under DTensor loss_parallel
-  // with tp > 1 (train.py at 9dec370, the tables' version).
-  tr["cross_entropy"] = "torch";
+  // with tp > 1; eager at 9dec370 (the December 2024 tables: "compiling loss function causes CUDA
+  // errors, turning off for now" in train.py), compiled with the model at e7c0cae (Trainy's runs).
+  tr["cross_entropy"] = trainy && compile ? "compiled" : "torch";
   const std::string rc = f("recompute");
   // torchtitan's "selective" runs use its per-op policy (selective_ac_option = "op" in the train configs).
   tr["activation_checkpointing"] = rc == "selective" ? "torchtitan-op" : rc.empty() ? "full" : rc;
@@ -238,6 +247,10 @@ MegatronRow read_torchtitan_row(const CsvTable& t, const CsvRow& r) {
   y["strategy"]["kind"] = "zero3";
   y["strategy"]["framework"] = "fsdp2";
   y["strategy"]["reduce_dtype"] = "fp32";  // torchtitan's training.mixed_precision_reduce (9dec370: only "float32")
+  if (trainy && fp8) {
+    y["strategy"]["fp8_all_gather"] = true;  // "FSDP float8 all-gather, precomputed scales" (the notes)
+    row.assumptions.push_back("the loss compiled with the model (torchtitan e7c0cae), FSDP float8 all-gather");
+  }
   YAML::Emitter e;
   e << y;
   row.scenario_yaml = std::string(e.c_str()) + "\n";
@@ -277,8 +290,9 @@ std::vector<MegatronPrediction> predict_megatron(const std::vector<MegatronRow>&
       continue;
     }
     if (row.metric == "memory_gb_per_gpu") {
-      // torchtitan reports the allocator's peak (GiB): micsim's peak without the CUDA context and reserve.
-      pr.predicted = pr.peak_memory_gib;
+      // torchtitan logs the caching allocator's reserved peak (max_reserved, GiB): micsim's
+      // allocator_reserved_bytes, without the CUDA context (outside the allocator).
+      pr.predicted = p.memory.allocator_reserved_bytes / double(1 << 30);
       out.push_back(pr);
       continue;
     }

@@ -203,10 +203,10 @@ std::vector<CorpusRow> load_training_corpus(const std::string& dir) {
       if (ck == "unknown" || ck.empty()) ck = "full", assumed.push_back("full activation checkpointing");
       tr["activation_checkpointing"] = ck;
       // torchtitan's loss is F.cross_entropy on the logits cast to fp32 (train.py loss_fn); a file may
-      // state the loss per row (column cross_entropy: fused | torch).
+      // state the loss per row (column cross_entropy: fused | torch | compiled).
       if (f("software").find("torchtitan") != std::string::npos) tr["cross_entropy"] = "torch";
       const std::string ce = f("cross_entropy");
-      if (ce == "fused" || ce == "torch") tr["cross_entropy"] = ce;
+      if (ce == "fused" || ce == "torch" || ce == "compiled") tr["cross_entropy"] = ce;
       // llm-foundry runs on Composer, whose trainer keeps the logits in state.outputs (for its training
       // metrics) through the backward: Trainer._train_microbatch, self.state.outputs = self.state.model(batch).
       if (arch == "mpt") tr["logits_kept_through_backward"] = true;

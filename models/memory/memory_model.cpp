@@ -4,6 +4,10 @@
 
 namespace micsim {
 
+namespace {
+constexpr double kCudaContextBytes = 1024.0 * 1024.0 * 1024.0;  // CUDA context and library workspaces, ~1 GiB
+}
+
 double block_activation_bytes(const ModelSpec& m, int64_t b, int64_t s, Precision p, bool flash) {
   const double e = bytes_per_element(p);
   const double sb = double(s) * double(b), h = double(m.hidden), f = double(m.ffn), kv = double(m.kv_dim());
@@ -62,6 +66,9 @@ double loss_bytes_per_logit(CrossEntropy ce, Precision p, bool vocab_parallel) {
   // Megatron-LM (tensor_parallel/cross_entropy.py): the logits and one fp32 copy in which the softmax,
   // then its gradient, are computed in place.
   if (ce == CrossEntropy::Fused) return e + 4.0;
+  // Compiled: the graph keeps the 16-bit logits (its input) for the backward, which writes the 16-bit
+  // gradient in one fused kernel; the fp32 upcast and softmax never reach memory.
+  if (ce == CrossEntropy::Compiled) return 2.0 * e;
   const double fp32_copy = e < 4.0 ? 4.0 : 0.0;  // logits.float() copies 16-bit logits
   if (!vocab_parallel) {
     // aten log_softmax: forward holds the logits, the copy and the log-softmax output; backward (the
@@ -75,12 +82,24 @@ double loss_bytes_per_logit(CrossEntropy ce, Precision p, bool vocab_parallel) {
   return std::max(e + fp32_copy + 8.0, 16.0);
 }
 
+double loss_cached_bytes_per_logit(CrossEntropy ce, Precision p) {
+  // Eager F.cross_entropy(logits.float()) frees the 16-bit logits (torchtitan `del pred`) and the fp32
+  // copy before its backward allocates its fp32 gradients, 4 bytes per logit each: two fit where the
+  // copy and the freed scratch were, the last one does not fit in the logits' e-byte block and is
+  // allocated anew, so the caching allocator holds the logits' block besides what is allocated
+  // (alloc/free order of aten log_softmax / nll_loss and of DTensor's loss_parallel alike). With
+  // 32-bit logits the freed block fits it: nothing extra.
+  const double e = bytes_per_element(p);
+  return ce == CrossEntropy::Torch && e < 4.0 ? e : 0.0;
+}
+
 namespace {
 // The head's activations of one micro-batch: what exists from its forward to its backward (logits and
 // the loss at its peak, the final norm / MLM transform), and the embedding's (until the very end).
 struct HeadActivations {
   double head = 0, embedding = 0;
   double logits = 0;  // the logits tensor alone (16-bit)
+  double cached = 0;  // freed at the loss but still held by the caching allocator (loss_cached_bytes_per_logit)
 };
 HeadActivations head_activations(const ModelSpec& m, int64_t b, int64_t s, Precision p, const ModelParallelism& mp, CrossEntropy ce) {
   const double e = bytes_per_element(p);
@@ -89,7 +108,7 @@ HeadActivations head_activations(const ModelSpec& m, int64_t b, int64_t s, Preci
   const double logits = rank_logits * loss_bytes_per_logit(ce, p, mp.tp > 1);
   const double extra = e * sb * m.hidden * (m.encoder_head != EncoderHead::None ? 4.0 : 1.0) / (mp.sequence_parallel ? mp.tp : 1);  // final norm / MLM transform
   const double embedding = (m.dropout ? 1.0 : 0.0) * sb * m.hidden;  // embedding dropout mask
-  return {logits + extra, embedding, e * rank_logits};
+  return {logits + extra, embedding, e * rank_logits, rank_logits * loss_cached_bytes_per_logit(ce, p)};
 }
 }  // namespace
 
@@ -156,7 +175,11 @@ MemoryEstimate estimate_memory(const Workload& w, const ShardingSpec& s, const A
   // holds the logits, as Composer does in state.outputs for its training metrics), never both.
   const HeadActivations head = head_activations(md, b, sl, prec, mp, a.cross_entropy);
   const double held_logits = a.logits_kept_through_backward ? head.logits : 0.0;
-  m.activations_bytes = a.in_flight_micro_batches * stored + head.embedding + std::max(head.head, transient + held_logits);
+  const double kept = a.in_flight_micro_batches * stored + head.embedding;
+  m.activations_bytes = kept + std::max(head.head, transient + held_logits);
+  // The caching allocator's view: blocks freed at the loss stay reserved; what runs after the loss (a
+  // block's recomputation, the optimizer) reuses them.
+  const double reserved_activations = kept + std::max(head.head + head.cached, transient + held_logits);
 
   // Buffers. Sharded strategies hold the unit being computed plus the prefetched ones, bounded by
   // max_live_parameters, and the full gradient of the unit until it is reduce-scattered.
@@ -187,11 +210,15 @@ MemoryEstimate estimate_memory(const Workload& w, const ShardingSpec& s, const A
   const double step_peak = m.activations_bytes + m.gathered_params_bytes + m.grad_buffer_bytes;
   m.buffers_bytes = std::max(m.gathered_params_bytes + m.grad_buffer_bytes, m.optimizer_temp_bytes);
   m.peak_bytes = m.model_states_bytes + std::max(step_peak, m.optimizer_temp_bytes);
+  const double step_reserved = reserved_activations + m.gathered_params_bytes + m.grad_buffer_bytes;
+  m.allocator_reserved_bytes = m.model_states_bytes + std::max(step_reserved, m.optimizer_temp_bytes);
   m.capacity_bytes = capacity;
   // Not seen by the framework's allocator: CUDA context and library workspaces (~1 GiB) and
   // allocator fragmentation (5 % of capacity).
-  m.reserve_bytes = 1024.0 * 1024.0 * 1024.0 + 0.05 * capacity;
-  m.fits = m.peak_bytes <= capacity - m.reserve_bytes;
+  m.reserve_bytes = kCudaContextBytes + 0.05 * capacity;
+  // The blocks the allocator holds at the loss come out of the fragmentation allowance, but never past
+  // the context's share.
+  m.fits = m.peak_bytes <= capacity - m.reserve_bytes && m.allocator_reserved_bytes <= capacity - kCudaContextBytes;
 
   // Fully sharded over G GPUs (parameters gathered per unit, as ZeRO-3) the peak is
   // states/G + max(working set, fp32 gradients/G); solve for G. For a gathering strategy the working

@@ -37,6 +37,9 @@ struct MemoryEstimate {
   double gathered_params_bytes = 0, grad_buffer_bytes = 0, optimizer_temp_bytes = 0;
   double buffers_bytes = 0;        // gathered params + gradient buffers (the step's peak), or the optimizer temp
   double peak_bytes = 0;           // what the framework allocates at its peak
+  // What PyTorch's caching allocator has reserved at its peak (torch.cuda.max_memory_reserved, the
+  // figure torchtitan logs as "memory"): the peak plus freed blocks it holds but cannot reuse there.
+  double allocator_reserved_bytes = 0;
   double capacity_bytes = 0;       // GPU memory
   double reserve_bytes = 0;        // CUDA context, cuBLAS/NCCL workspaces, allocator fragmentation
   bool fits = false;
@@ -79,6 +82,9 @@ double torchtitan_op_kept_bytes(const ModelSpec& m, int64_t micro_batch, int64_t
 // Bytes kept for the embedding and head (logits in 16-bit plus the fp32 softmax of the loss).
 double head_activation_bytes(const ModelSpec& m, int64_t micro_batch, int64_t seq_len, Precision p, const ModelParallelism& mp = {},
                              CrossEntropy ce = CrossEntropy::Fused);
+// Bytes per logit the caching allocator still holds, freed, at the loss's peak (the 16-bit logits' block
+// under eager F.cross_entropy(logits.float())); 0 where nothing is freed or the freed block is reused.
+double loss_cached_bytes_per_logit(CrossEntropy ce, Precision p);
 // Bytes per logit alive at the loss's peak (the logits, their fp32 copy and what the cross-entropy
 // allocates), for this rank's share of the vocabulary (vocabulary-parallel when tp > 1).
 double loss_bytes_per_logit(CrossEntropy ce, Precision p, bool vocab_parallel);

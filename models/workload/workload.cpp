@@ -15,13 +15,23 @@ const char* to_string(Checkpointing c) {
   return "?";
 }
 
-const char* to_string(CrossEntropy c) { return c == CrossEntropy::Torch ? "torch" : "fused"; }
+const char* to_string(CrossEntropy c) {
+  switch (c) {
+    case CrossEntropy::Fused: return "fused";
+    case CrossEntropy::Torch: return "torch";
+    case CrossEntropy::Compiled: return "compiled";
+  }
+  return "?";
+}
 
 LossTraffic loss_traffic_per_logit(CrossEntropy ce, Precision p, bool vocab_parallel) {
   const double e = bytes_per_element(p);
   // Fused (Megatron-LM): the 16-bit logits read, the fp32 softmax written and read back; the backward
   // computes the gradient in place over the same buffer, twice the forward's traffic.
   if (ce == CrossEntropy::Fused) return {e + 8, 2 * (e + 8)};
+  // Compiled (Inductor): the fp32 upcast stays in registers; the forward reads the logits twice (max,
+  // then sum of exponentials), the backward reads them once more and writes the 16-bit gradient.
+  if (ce == CrossEntropy::Compiled) return {2 * e, 2 * e};
   // F.cross_entropy(logits.float()), one kernel per aten op: the cast (read e, write 4), log_softmax (read
   // 4, write 4); backward: nll_loss's dense gradient (write 4), log_softmax_backward (read the gradient
   // and the saved output, write 4), the cast's backward (read 4, write e).

@@ -48,6 +48,7 @@ nlohmann::json to_json(const SimulationResult& r) {
   j["fits_in_memory"] = r.memory.fits;
   j["memory"] = {
       {"peak_bytes_per_gpu", json_bytes(r.memory.peak_bytes)},
+      {"allocator_reserved_bytes", json_bytes(r.memory.allocator_reserved_bytes)},
       {"model_states_bytes", json_bytes(r.memory.model_states_bytes)},
       {"activations_bytes", json_bytes(r.memory.activations_bytes)},
       {"buffers_bytes", json_bytes(r.memory.buffers_bytes)},
@@ -105,7 +106,7 @@ namespace micsim {
 namespace {
 // The fields that to_json writes through json_bytes (rounded), in a fixed order.
 std::vector<double*> rounded_memory_fields(MemoryEstimate& m) {
-  return {&m.peak_bytes, &m.model_states_bytes, &m.activations_bytes, &m.buffers_bytes, &m.params_bytes, &m.grads_bytes,
+  return {&m.peak_bytes, &m.allocator_reserved_bytes, &m.model_states_bytes, &m.activations_bytes, &m.buffers_bytes, &m.params_bytes, &m.grads_bytes,
           &m.optimizer_bytes, &m.gathered_params_bytes, &m.grad_buffer_bytes, &m.optimizer_temp_bytes, &m.capacity_bytes,
           &m.reserve_bytes, &m.working_set_bytes};
 }
@@ -165,6 +166,7 @@ SimulationResult result_from_json(const nlohmann::json& j) {
   r.hw_flops_per_step = j.at("hw_flops_per_step");
   const auto& m = j.at("memory");
   r.memory.peak_bytes = m.at("peak_bytes_per_gpu");
+  r.memory.allocator_reserved_bytes = m.value("allocator_reserved_bytes", r.memory.peak_bytes);  // plans written before it
   r.memory.model_states_bytes = m.at("model_states_bytes");
   r.memory.activations_bytes = m.at("activations_bytes");
   r.memory.buffers_bytes = m.at("buffers_bytes");

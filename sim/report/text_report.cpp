@@ -70,6 +70,10 @@ std::string format_summary(const SimulationResult& r) {
   line("", fmt::format("activations {}, buffers {} (gathered params {}, grad buckets {}, optimizer fp32 grads {})",
                        human_bytes(m.activations_bytes), human_bytes(m.buffers_bytes), human_bytes(m.gathered_params_bytes),
                        human_bytes(m.grad_buffer_bytes), human_bytes(m.optimizer_temp_bytes)));
+  if (m.allocator_reserved_bytes > m.peak_bytes * (1 + 1e-9))
+    line("", fmt::format("caching allocator reserved at its peak {} (the loss frees the 16-bit logits' block, too small for "
+                         "its fp32 gradients: torch.cuda.max_memory_reserved, torchtitan's \"memory\")",
+                         human_bytes(m.allocator_reserved_bytes)));
   if (!m.fits) line("why", memory_shortfall_text(m, r.world_size));
   double T = r.iteration_time_s > 0 ? r.iteration_time_s : 1;
   line("breakdown", fmt::format("compute {} ({:.0f} %), exposed communication {} ({:.0f} %), idle {} ({:.0f} %)",

@@ -159,7 +159,10 @@ TrainingSpec parse_training(const YamlNode& n, const GpuSpec& gpu) {
     t.checkpoint_every = int(k->as_int_in(1, 1 << 16));
   }
   if (auto c = n.get("compile")) t.compile = c->as_bool();
-  if (auto c = n.get("cross_entropy")) t.cross_entropy = c->as_choice({"fused", "torch"}) == "torch" ? CrossEntropy::Torch : CrossEntropy::Fused;
+  if (auto c = n.get("cross_entropy")) {
+    const std::string ce = c->as_choice({"fused", "torch", "compiled"});
+    t.cross_entropy = ce == "torch" ? CrossEntropy::Torch : ce == "compiled" ? CrossEntropy::Compiled : CrossEntropy::Fused;
+  }
   if (auto k = n.get("logits_kept_through_backward")) t.logits_kept_through_backward = k->as_bool();
   if (auto o = n.get("optimizer")) {
     // adamw: the same state (two moments + fp32 master) and the same per-element work as adam.
