@@ -307,10 +307,10 @@ TEST_CASE("published Megatron-LM runs (Korthikanti 2022 Table 5, Narayanan 2021 
   REQUIRE(m >= 10);
   CHECK(tt / m <= 0.16);
   // Their peak memory (every table, FSDP-only included) against torchtitan's log, the caching
-  // allocator's reserved peak: within 7.5 % on average (today 6.7 %; 11.2 % when micsim compared its
-  // allocated peak, which has no room for the 16-bit logits' block the eager loss leaves behind) and no
-  // row beyond 18 % (today the 405B cp 8 row, 17.0 %). The compiled 8B rows, where the loss is the
-  // peak and nothing else is left to explain, within 2 %. With Megatron-LM's loss memory and
+  // allocator's reserved peak: within 10 % on average (today 9.4 %) and no row beyond 26 % (today the
+  // 405B cp 8 row, 25.2 %). The compiled 8B rows, where the loss is the peak and nothing else is left
+  // to explain, within 2 % (allocated peak: -4.6..-5.2 %). The pipeline rows are 16-25 % low: before
+  // the loss was counted only on the last stage they looked better (6.5-17 %) for the wrong reason. With Megatron-LM's loss memory and
   // attention-core recomputation in place of torchtitan's cross-entropy and per-op policy the average
   // was 23 % on the 11 model-parallel rows.
   double mem = 0;
@@ -318,12 +318,12 @@ TEST_CASE("published Megatron-LM runs (Korthikanti 2022 Table 5, Narayanan 2021 
   for (const auto& p : preds)
     if (p.row->id.rfind("tt24dec-", 0) == 0 && p.row->metric == "memory_gb_per_gpu") {
       CAPTURE(p.row->id);
-      CHECK(std::fabs(p.error()) < 0.18);
+      CHECK(std::fabs(p.error()) < 0.26);
       if (p.row->id.find("-compile") != std::string::npos && p.row->id.find("-8b-") != std::string::npos) CHECK(std::fabs(p.error()) < 0.02);
       mem += std::fabs(p.error()), ++k_mem;
     }
   REQUIRE(k_mem >= 18);
-  CHECK(mem / k_mem <= 0.075);
+  CHECK(mem / k_mem <= 0.10);
   // Trainy's H200 runs (June 2025) compile the loss with the model: never part of any fit, within 7 %.
   int k_h200 = 0;
   for (const auto& p : preds)
@@ -448,6 +448,36 @@ TEST_CASE("context-parallel ranks hold the same parameters: sharded and gradient
   for (const auto& c : rd.collectives)
     if (c.task == "grad_all_reduce" && c.estimate.layout.ranks == 16) all_reduce_over_16 = true;
   CHECK(all_reduce_over_16);
+}
+
+TEST_CASE("only the last pipeline stage holds the logits and the loss") {
+  // Llama 3 8B in 4 stages of 8 blocks, full checkpointing, torchtitan's eager loss.
+  const ModelSpec& m = *find_model_preset("llama3-8b");
+  WorkloadOptions o;
+  o.micro_batch = 1, o.seq_len = 4096, o.precision = Precision::BF16, o.flash_attention = true;
+  o.cross_entropy = CrossEntropy::Torch;
+  o.mp.pp = 4;
+  ActivationOptions a{Checkpointing::Full, 1, true};
+  a.cross_entropy = CrossEntropy::Torch;
+  const double input = 2.0 * 4096 * m.hidden, block = block_activation_bytes(m, 1, 4096, Precision::BF16, true);
+  const double head = head_activation_bytes(m, 1, 4096, Precision::BF16, {}, CrossEntropy::Torch);
+  REQUIRE(head > block);
+  for (int stage = 0; stage < 4; ++stage) {
+    o.stage = stage;
+    const Workload w = build_workload(m, o);
+    REQUIRE(w.stage_layers == 8);
+    ShardingSpec sharded;  // over 8, as FSDP: the optimizer's fp32 gradient copy is not the peak
+    sharded.param_shards = sharded.grad_shards = sharded.optimizer_shards = 8;
+    const MemoryEstimate e = estimate_memory(w, sharded, a, Optimizer::Adam, 80e9);
+    CAPTURE(stage);
+    if (stage < 3) {
+      CHECK(e.activations_bytes == doctest::Approx(8 * input + block));  // blocks' inputs + one recomputed block
+      CHECK(e.allocator_reserved_bytes == doctest::Approx(e.peak_bytes));
+    } else {
+      CHECK(e.activations_bytes == doctest::Approx(8 * input + head));
+      CHECK(e.allocator_reserved_bytes - e.peak_bytes == doctest::Approx(2.0 * 4096 * double(m.vocab)));
+    }
+  }
 }
 
 TEST_CASE("every pipeline stage is built: the slowest sets the step, the others its bubble, the fullest the memory") {

@@ -173,7 +173,11 @@ MemoryEstimate estimate_memory(const Workload& w, const ShardingSpec& s, const A
   // alive, and on top of them either the head with its loss (end of the forward, start of the backward)
   // or one block being recomputed (later: the head's tensors are freed by then, unless the trainer still
   // holds the logits, as Composer does in state.outputs for its training metrics), never both.
-  const HeadActivations head = head_activations(md, b, sl, prec, mp, a.cross_entropy);
+  HeadActivations head = head_activations(md, b, sl, prec, mp, a.cross_entropy);
+  // Under pipeline parallelism only the last stage computes the logits and the loss, only the first embeds.
+  auto holds = [&](UnitKind k) { return std::any_of(w.units.begin(), w.units.end(), [k](const UnitWork& u) { return u.kind == k; }); };
+  if (!holds(UnitKind::Head)) head.head = head.logits = head.cached = 0;
+  if (!holds(UnitKind::Embedding)) head.embedding = 0;
   const double held_logits = a.logits_kept_through_backward ? head.logits : 0.0;
   const double kept = a.in_flight_micro_batches * stored + head.embedding;
   m.activations_bytes = kept + std::max(head.head, transient + held_logits);
