@@ -61,7 +61,8 @@ int run_corpus_validation(const std::string& dir, bool held_out, const std::stri
     for (const auto& p : preds)
       jr.push_back({{"id", p.row->id}, {"group", p.row->source_group}, {"file", p.row->file}, {"line", p.row->line},
                     {"published_tokens_per_s_per_gpu", p.row->published}, {"predicted_tokens_per_s_per_gpu", p.predicted},
-                    {"error", p.error()}, {"fits", p.fits}, {"assumptions", p.row->assumptions}});
+                    {"error", p.error()}, {"fits", p.fits}, {"memory_utilisation", p.memory_utilisation},
+                    {"assumptions", p.row->assumptions}});
     j[key]["predictions"] = jr;
   };
   auto constants_text = [](const CorpusConstants& k) {

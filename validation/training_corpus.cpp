@@ -361,6 +361,7 @@ std::vector<CorpusPrediction> predict_corpus(const std::vector<CorpusRow>& rows,
       SimulationResult r = simulate_analytic(prepare_simulation(sc));
       out[i].predicted = r.tokens_per_s / r.world_size;
       out[i].fits = r.memory.fits;
+      out[i].memory_utilisation = r.memory_utilisation;
     } catch (...) {
       std::lock_guard<std::mutex> lock(failure_mutex);
       if (!failure) failure = std::current_exception();

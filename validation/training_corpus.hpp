@@ -57,6 +57,7 @@ struct CorpusPrediction {
   const CorpusRow* row = nullptr;
   double predicted = 0;                 // tokens/s per GPU
   bool fits = true;
+  double memory_utilisation = 0;  // peak / usable memory (what the allocator-pressure slowdown reads)
   double error() const { return predicted / row->published - 1; }
 };
 
