@@ -319,12 +319,17 @@ Runner add_validate(CLI::App& app) {
       }
       auto held = compare_collectives_held_out(rows, ClusterMap::builtin());
       // Per fabric and node-count band: median |error| and mean signed error, held-out rows only.
-      struct Acc { std::vector<double> err; std::set<std::string> sources; size_t in_sample = 0; };
+      // Beside it, how far the sources disagree where several measured the same point (the floor of
+      // any fabric-level model's held-out error).
+      struct Acc { std::vector<double> err, disagree; std::set<std::string> sources; size_t in_sample = 0; };
       std::map<std::pair<std::string, std::string>, Acc> acc;
+      const std::vector<double> deviation = between_source_deviation(held);
       nlohmann::json jrows = nlohmann::json::array();
-      for (const auto& h : held) {
+      for (size_t i = 0; i < held.size(); ++i) {
+        const HeldOutComparison& h = held[i];
         const std::string band = h.c.row.nodes >= 4 ? "4+ nodes" : h.c.row.nodes >= 2 ? "2-3 nodes" : "1 node";
         Acc& a = acc[{h.fabric, band}];
+        if (!std::isnan(deviation[i])) a.disagree.push_back(deviation[i]);
         if (!h.held_out) {
           ++a.in_sample;
           continue;
@@ -334,22 +339,29 @@ Runner add_validate(CLI::App& app) {
         jrows.push_back({{"fabric", h.fabric}, {"instance", h.c.instance}, {"file", h.c.row.file}, {"line", h.c.row.line},
                          {"op", h.c.row.op_name}, {"nodes", h.c.row.nodes}, {"bytes", json_bytes(h.c.row.bytes)}, {"metric", h.c.metric},
                          {"published", h.c.published}, {"predicted", h.c.predicted}, {"error", h.c.error()},
-                         {"training_rows", h.training_rows}});
+                         {"training_rows", h.training_rows},
+                         {"source_deviation", std::isnan(deviation[i]) ? nlohmann::json() : nlohmann::json(deviation[i])}});
       }
       std::string text = fmt::format("Leave one source out: each file scored with network terms fitted on the other files of its "
-                                     "instance\n{:<18}{:<11}{:>6}{:>9}{:>12}{:>12}{:>10}  {}\n", "fabric", "nodes", "rows",
-                                     "sources", "median |e|", "mean error", "p90 |e|", "not held out (no other source)");
+                                     "instance\n{:<18}{:<11}{:>6}{:>9}{:>12}{:>12}{:>10}  {:<22}{}\n", "fabric", "nodes", "rows",
+                                     "sources", "median |e|", "mean error", "p90 |e|", "sources disagree",
+                                     "not held out (no other source)");
       nlohmann::json jsum = nlohmann::json::array();
       for (const auto& [key, a] : acc) {
         auto s = summarize_errors(a.err);
         double mean = 0;
         for (double e : a.err) mean += e;
         mean = a.err.empty() ? 0 : mean / double(a.err.size());
-        text += fmt::format("{:<18}{:<11}{:>6}{:>9}{:>11.1f}%{:>+11.1f}%{:>9.1f}%  {}\n", key.first, key.second, a.err.size(), a.sources.size(),
-                            100 * s.median_abs, 100 * mean, 100 * s.p90_abs, a.in_sample ? fmt::format("{} rows", a.in_sample) : "");
+        const auto d = summarize_errors(a.disagree);
+        const std::string disagree = a.disagree.empty() ? "-" : fmt::format("{:.1f}% ({} rows)", 100 * d.median_abs, a.disagree.size());
+        text += fmt::format("{:<18}{:<11}{:>6}{:>9}{:>11.1f}%{:>+11.1f}%{:>9.1f}%  {:<22}{}\n", key.first, key.second, a.err.size(),
+                            a.sources.size(), 100 * s.median_abs, 100 * mean, 100 * s.p90_abs, disagree,
+                            a.in_sample ? fmt::format("{} rows", a.in_sample) : "");
         jsum.push_back({{"fabric", key.first}, {"nodes", key.second}, {"rows", a.err.size()}, {"sources", a.sources.size()},
                         {"median_abs_error", s.median_abs}, {"mean_error", mean}, {"p90_abs_error", s.p90_abs},
-                        {"rows_not_held_out", a.in_sample}});
+                        {"rows_not_held_out", a.in_sample},
+                        {"source_disagreement_median_abs", a.disagree.empty() ? nlohmann::json() : nlohmann::json(d.median_abs)},
+                        {"source_disagreement_rows", a.disagree.size()}});
       }
       if (!o->json.empty()) write_output_file(o->json, json_text(versioned({{"held_out_rows", jrows}, {"held_out_summary", jsum}}, "validate")));
       if (o->json != "-") write_stdout(text);

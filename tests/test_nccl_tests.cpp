@@ -1,6 +1,8 @@
 // nccl-tests logs in every layout, published CSVs, `micsim collective` round trips, calibration.
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 #include "helpers.hpp"
 #include "models/hardware/catalog.hpp"
 #include "validation/collective_validation.hpp"
@@ -139,4 +141,24 @@ TEST_CASE("shipped defaults: median error on the published rows stays within 10 
   auto s = summarize_errors(err);
   CHECK(s.count > 200);
   CHECK(s.median_abs < 0.10);
+}
+
+TEST_CASE("sources' disagreement: each row against the mean of the other files at the same point") {
+  auto row = [](const char* file, int nodes, double bytes, double published) {
+    HeldOutComparison h;
+    h.fabric = "infiniband-ndr";
+    h.c.row.file = file, h.c.row.nodes = nodes, h.c.row.op_name = "all_reduce", h.c.row.bytes = bytes;
+    h.c.metric = "busbw", h.c.published = published;
+    return h;
+  };
+  const std::vector<HeldOutComparison> rows = {row("a.csv", 4, 1 << 30, 100), row("b.csv", 4, 1 << 30, 120),
+                                               row("c.csv", 4, 1 << 30, 80),  row("a.csv", 8, 1 << 30, 90),
+                                               row("b.csv", 4, 1 << 20, 50)};
+  const std::vector<double> d = between_source_deviation(rows);
+  REQUIRE(d.size() == rows.size());
+  CHECK(d[0] == doctest::Approx(100.0 / 100.0 - 1));  // others: (120 + 80) / 2
+  CHECK(d[1] == doctest::Approx(120.0 / 90.0 - 1));   // others: (100 + 80) / 2
+  CHECK(d[2] == doctest::Approx(80.0 / 110.0 - 1));
+  CHECK(std::isnan(d[3]));  // 8 nodes: one file only
+  CHECK(std::isnan(d[4]));  // another size: one file only
 }

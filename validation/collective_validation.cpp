@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <tuple>
 
 #include "models/hardware/catalog.hpp"
 #include "models/io/yaml_node.hpp"
@@ -246,6 +247,32 @@ std::vector<HeldOutComparison> compare_collectives_held_out(const std::vector<Nc
         out.push_back(h);
       }
     }
+  }
+  return out;
+}
+
+std::vector<double> between_source_deviation(const std::vector<HeldOutComparison>& rows) {
+  // Points measured by several files: file -> its values at that point.
+  using Point = std::tuple<std::string, int, std::string, double, std::string>;
+  std::map<Point, std::map<std::string, std::vector<double>>> points;
+  auto point_of = [](const HeldOutComparison& h) {
+    return Point{h.fabric, h.c.row.nodes, h.c.row.op_name, h.c.row.bytes, h.c.metric};
+  };
+  for (const auto& h : rows) points[point_of(h)][h.c.row.file].push_back(h.c.published);
+  auto mean = [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return s / double(v.size());
+  };
+  std::vector<double> out;
+  out.reserve(rows.size());
+  for (const auto& h : rows) {
+    const auto& files = points[point_of(h)];
+    double others = 0;
+    int n = 0;
+    for (const auto& [file, values] : files)
+      if (file != h.c.row.file) others += mean(values), ++n;
+    out.push_back(n > 0 && others > 0 ? h.c.published / (others / n) - 1 : NAN);
   }
   return out;
 }
