@@ -158,6 +158,7 @@ int run_megatron_validation(const std::string& dir, const std::string& json_path
     const bool trainy = r.id.rfind("tt25-h200-", 0) == 0;
     const std::string group = tt      ? (memory ? "tt24dec peak memory (FSDP2 + TP/PP/CP)" : "tt24dec tokens/s (FSDP2 + TP/PP/CP, H100)")
                               : trainy ? "tt25 H200 peak memory (FSDP2, compiled loss)"
+                              : r.id.rfind("torchao25-", 0) == 0 ? "torchao float8 README peak memory (8 H100)"
                               : memory ? "kor22 activation memory (analytic)"
                               : kor && r.metric.find("per_layer") != std::string::npos ? "kor22 one layer, Table 4 (22B, tp 8)"
                               : kor    ? "kor22 step time (tp, pp, sp, recompute)"

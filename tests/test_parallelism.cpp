@@ -333,6 +333,16 @@ TEST_CASE("published Megatron-LM runs (Korthikanti 2022 Table 5, Narayanan 2021 
       ++k_h200;
     }
   CHECK(k_h200 == 2);
+  // torchao's float8 README (8 H100, early 2025: compiled blocks, eager loss), added after the model was
+  // set: within 2 % (the allocated peak alone is 4 % low).
+  int k_ao = 0;
+  for (const auto& p : preds)
+    if (p.row->id.rfind("torchao25-", 0) == 0) {
+      CAPTURE(p.row->id);
+      CHECK(std::fabs(p.error()) < 0.02);
+      ++k_ao;
+    }
+  CHECK(k_ao == 3);
 }
 
 TEST_CASE("parallelism errors name the key and what it must divide") {
