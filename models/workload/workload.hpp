@@ -59,9 +59,8 @@ const char* to_string(Checkpointing c);
 //   torch  F.cross_entropy(logits.float()), as torchtitan and Hugging Face models call it: the fp32
 //          copy, the log-softmax output and each gradient are separate tensors (with tp > 1, DTensor
 //          loss_parallel's decomposition adds the shifted logits and their exponential)
-// How the loss is computed, which sets its memory and HBM traffic: Megatron-LM's fused vocabulary-parallel
-// kernel, F.cross_entropy(logits.float()) in eager PyTorch (one kernel per aten op), or the same call
-// under torch.compile (torchtitan compiles its loss with training.compile from 2025-04, bbb1b616).
+//   compiled  the same call under torch.compile (torchtitan with training.compile from bbb1b616,
+//          2025-04-02): the 16-bit logits kept, the 16-bit gradient written, fp32 only in registers
 enum class CrossEntropy { Fused, Torch, Compiled };
 const char* to_string(CrossEntropy c);
 // HBM bytes the loss reads and writes per logit, in its forward and in its backward.
