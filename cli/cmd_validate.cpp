@@ -154,11 +154,8 @@ int run_megatron_validation(const std::string& dir, const std::string& json_path
   for (const auto& p : preds) {
     const MegatronRow& r = *p.row;
     const bool memory = r.metric.find("memory") != std::string::npos;
-    const bool kor = r.id.rfind("kor22-", 0) == 0, tt = r.id.rfind("tt24dec-", 0) == 0, zero3 = r.strategy == "zero3";
-    const bool trainy = r.id.rfind("tt25-h200-", 0) == 0;
-    const std::string group = tt      ? (memory ? "tt24dec peak memory (FSDP2 + TP/PP/CP)" : "tt24dec tokens/s (FSDP2 + TP/PP/CP, H100)")
-                              : trainy ? "tt25 H200 peak memory (FSDP2, compiled loss)"
-                              : r.id.rfind("torchao25-", 0) == 0 ? "torchao float8 README peak memory (8 H100)"
+    const bool kor = r.id.rfind("kor22-", 0) == 0, tt = !r.family.empty(), zero3 = r.strategy == "zero3";
+    const std::string group = tt      ? r.family
                               : memory ? "kor22 activation memory (analytic)"
                               : kor && r.metric.find("per_layer") != std::string::npos ? "kor22 one layer, Table 4 (22B, tp 8)"
                               : kor    ? "kor22 step time (tp, pp, sp, recompute)"

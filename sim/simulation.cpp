@@ -347,7 +347,8 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
   r.sources.push_back(r.interval_source);
   r.sources.push_back("activations: Korthikanti et al. 2022 (arXiv 2205.05198), generalised");
   // How the memory figure has fared against published peak memory of the same kind of run (validate
-  // --megatron: torchtitan's tables, the caching allocator's reserved peak), so a planner leaves room.
+  // --megatron: torchtitan's tables, the caching allocator's reserved peak), so a planner leaves room;
+  // tests/test_parallelism.cpp checks the quoted ranges against the rows.
   if (sc.parallelism.pp > 1 || sc.parallelism.tp > 1)
     r.sources.push_back(fmt::format("memory with {}: torchtitan's published FSDP2 runs peaked above micsim's reserved estimate "
                                     "(tensor-parallel 70B rows 8-14 %, pipeline 405B rows 16-25 %; micsim validate --megatron): "

@@ -324,6 +324,15 @@ TEST_CASE("published Megatron-LM runs (Korthikanti 2022 Table 5, Narayanan 2021 
     }
   REQUIRE(k_mem >= 18);
   CHECK(mem / k_mem <= 0.10);
+  // `simulate` quotes these gaps to users with tensor or pipeline parallelism (sim/simulation.cpp,
+  // "memory with ..."): the 70B TP rows 8-14 % and the 405B pipeline rows 16-25 % below the published
+  // peak. Change that line when this fails.
+  for (const auto& p : preds)
+    if (p.row->id.rfind("tt24dec-", 0) == 0 && p.row->metric == "memory_gb_per_gpu") {
+      CAPTURE(p.row->id);
+      if (p.row->id.find("-70b-") != std::string::npos) CHECK((p.error() <= -0.075 && p.error() >= -0.145));
+      if (p.row->id.find("-405b-") != std::string::npos) CHECK((p.error() <= -0.155 && p.error() >= -0.255));
+    }
   // Trainy's H200 runs (June 2025) compile the loss with the model: never part of any fit, within 7 %.
   int k_h200 = 0;
   for (const auto& p : preds)

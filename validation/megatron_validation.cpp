@@ -33,7 +33,33 @@ double num(const std::string& s) {
   return end && *end == '\0' ? v : NAN;
 }
 
-MegatronRow read_torchtitan_row(const CsvTable& t, const CsvRow& r);
+// The sources of torchtitan runs in fsdp-tp.csv, by id prefix, and what each implies beyond its
+// columns: the GPU, whether its torchtitan compiled the loss with training.compile
+// (torchtitan/components/loss.py build_cross_entropy_loss, from bbb1b616 of 2025-04-02; 9dec370 of the
+// December 2024 tables has "compiling loss function causes CUDA errors, turning off for now"), and the
+// summary group of its rows.
+struct TorchtitanSource {
+  const char* prefix;
+  const char* gpu;
+  const char* gpu_assumption;  // printed with each row where the source does not name the part
+  bool loss_compiled;
+  const char* family;          // summary group (memory rows; the tokens/s rows add their own)
+};
+constexpr TorchtitanSource kTorchtitanSources[] = {
+    // Grand Teton: 96 GB HBM2e at 2.4 TB/s, 500 W (the doc's platform section); torchtitan 9dec370.
+    {"tt24dec-", "H100-HBM2e-96GB", "", false, "tt24dec peak memory (FSDP2 + TP/PP/CP)"},
+    // Trainy on WhiteFiber, June 2025, torchtitan e7c0cae.
+    {"tt25-h200-", "H200-SXM-141GB", "", true, "tt25 H200 peak memory (FSDP2, compiled loss)"},
+    // torchao's float8 README, table of 2025-03: torchtitan main of early 2025.
+    {"torchao25-", "H100-SXM-80GB", "H100 SXM 80 GB (the variant is not stated)", false, "torchao float8 README peak memory (8 H100)"},
+};
+const TorchtitanSource* torchtitan_source(const std::string& id) {
+  for (const auto& s : kTorchtitanSources)
+    if (id.rfind(s.prefix, 0) == 0) return &s;
+  return nullptr;
+}
+
+MegatronRow read_torchtitan_row(const CsvTable& t, const CsvRow& r, const TorchtitanSource& src);
 
 std::string field(const CsvTable& t, const CsvRow& r, const char* name) {
   const int c = t.column(name);
@@ -51,8 +77,7 @@ MegatronRow row_identity(const CsvTable& t, const CsvRow& r) {
 
 // One row of the shared header (validation/data/megatron/README.md) into a row to score, or a skip.
 MegatronRow read_row(const CsvTable& t, const CsvRow& r) {
-  const std::string id = field(t, r, "id");
-  if (id.rfind("tt24dec-", 0) == 0 || id.rfind("tt25-h200-", 0) == 0 || id.rfind("torchao25-", 0) == 0) return read_torchtitan_row(t, r);
+  if (const TorchtitanSource* src = torchtitan_source(field(t, r, "id"))) return read_torchtitan_row(t, r, *src);
   auto f = [&](const char* k) { return field(t, r, k); };
   MegatronRow row = row_identity(t, r);
   auto skip = [&](const std::string& why) {
@@ -161,9 +186,10 @@ MegatronRow read_row(const CsvTable& t, const CsvRow& r) {
 // torchtitan's December 2024 H100 tables (FSDP2 with TP, PP, CP, torch.compile and Float8): the rows
 // with model parallelism (the FSDP-only ones' tokens/s are in the training corpus) and the peak memory
 // per GPU of every row.
-MegatronRow read_torchtitan_row(const CsvTable& t, const CsvRow& r) {
+MegatronRow read_torchtitan_row(const CsvTable& t, const CsvRow& r, const TorchtitanSource& src) {
   auto f = [&](const char* k) { return field(t, r, k); };
   MegatronRow row = row_identity(t, r);
+  row.family = row.metric == "memory_gb_per_gpu" ? src.family : "tt24dec tokens/s (FSDP2 + TP/PP/CP, H100)";
   auto skip = [&](const std::string& why) {
     row.skip_reason = why;
     return row;
@@ -200,25 +226,17 @@ MegatronRow read_torchtitan_row(const CsvTable& t, const CsvRow& r) {
     row.assumptions.push_back(fmt::format("{} pipeline micro-batches of {} (torchtitan's default: one per stage)", micro_batches, int(mb)));
   }
   if (!(gb > 0)) gb = local * row.dp, row.assumptions.push_back(fmt::format("global batch {} (local x dp; not stated)", int(gb)));
-  // Trainy's H200 runs (June 2025, torchtitan e7c0cae) name compile and Float8 in the notes only; that
-  // torchtitan compiles the loss with training.compile (torchtitan/components/loss.py
-  // build_cross_entropy_loss, from bbb1b616 of 2025-04-02), and gathers FSDP weights in float8.
-  const bool trainy = row.id.rfind("tt25-h200-", 0) == 0;
-  // torchao's float8 README (early 2025): torchtitan on one node of 8 H100, compiled, the scaling named
-  // per row; torchtitan's loss still eager then (compiled from bbb1b616, 2025-04-02).
-  const bool torchao = row.id.rfind("torchao25-", 0) == 0;
-  const std::string says = trainy || torchao ? notes : table;
-  const bool fp8 = torchao ? notes.find("Scaling: none") == std::string::npos : says.find("Float8") != std::string::npos;
-  const bool compile = says.find(trainy ? "compile" : "torch.compile") != std::string::npos;
+  // What the run used, as its table title or its row's notes name it.
+  const std::string says = table + " " + notes;
+  const bool fp8 = says.find("Float8") != std::string::npos, compile = says.find("compile") != std::string::npos;
   const bool async_tp = table.find("AsyncTP") != std::string::npos || notes.find("AsyncTP") != std::string::npos;
   if (row.gpus > 8) row.assumptions.push_back("8 x 400 Gb/s RDMA taken as InfiniBand NDR (as the corpus does)");
 
   YAML::Node y;
   y["name"] = row.id;
   YAML::Node inst = y["cluster"]["instance"];
-  // Grand Teton: 96 GB HBM2e at 2.4 TB/s, 500 W (the doc's platform section); Trainy: H200 SXM.
-  inst["gpu"] = trainy ? "H200-SXM-141GB" : torchao ? "H100-SXM-80GB" : "H100-HBM2e-96GB";
-  if (torchao) row.assumptions.push_back("H100 SXM 80 GB (the variant is not stated)");
+  inst["gpu"] = src.gpu;
+  if (*src.gpu_assumption) row.assumptions.push_back(src.gpu_assumption);
   inst["gpus_per_node"] = 8;
   inst["intra_node"]["kind"] = "nvlink";
   inst["intra_node"]["gbytes_per_s"] = 370.8;
@@ -236,9 +254,9 @@ MegatronRow read_torchtitan_row(const CsvTable& t, const CsvRow& r) {
   tr["precision"] = fp8 ? "fp8" : "bf16";
   tr["compile"] = compile;
   // torchtitan's loss_fn: F.cross_entropy(pred.flatten(0, 1).float(), ...), under DTensor loss_parallel
-  // with tp > 1; eager at 9dec370 (the December 2024 tables: "compiling loss function causes CUDA
-  // errors, turning off for now" in train.py), compiled with the model at e7c0cae (Trainy's runs).
-  tr["cross_entropy"] = trainy && compile ? "compiled" : "torch";
+  // with tp > 1; compiled with the model where the source's torchtitan does that.
+  tr["cross_entropy"] = src.loss_compiled && compile ? "compiled" : "torch";
+  if (src.loss_compiled && compile) row.assumptions.push_back("the loss compiled with the model");
   const std::string rc = f("recompute");
   // torchtitan's "selective" runs use its per-op policy (selective_ac_option = "op" in the train configs).
   tr["activation_checkpointing"] = rc == "selective" ? "torchtitan-op" : rc.empty() ? "full" : rc;
@@ -251,12 +269,7 @@ MegatronRow read_torchtitan_row(const CsvTable& t, const CsvRow& r) {
   y["strategy"]["kind"] = "zero3";
   y["strategy"]["framework"] = "fsdp2";
   y["strategy"]["reduce_dtype"] = "fp32";  // torchtitan's training.mixed_precision_reduce (9dec370: only "float32")
-  if (trainy && fp8) {
-    y["strategy"]["fp8_all_gather"] = true;  // "FSDP float8 all-gather, precomputed scales" (the notes)
-    row.assumptions.push_back("the loss compiled with the model (torchtitan e7c0cae), FSDP float8 all-gather");
-  }
-  if (torchao && notes.find("float8 all-gather") != std::string::npos) y["strategy"]["fp8_all_gather"] = true;
-  if (torchao) row.assumptions.push_back("torchtitan of early 2025: the loss eager (not stated)");
+  if (fp8 && notes.find("float8 all-gather") != std::string::npos) y["strategy"]["fp8_all_gather"] = true;  // as the notes say
   YAML::Emitter e;
   e << y;
   row.scenario_yaml = std::string(e.c_str()) + "\n";

@@ -19,6 +19,7 @@ struct MegatronRow {
   std::string scenario_yaml;
   std::vector<std::string> assumptions;
   std::string skip_reason;
+  std::string family;               // the summary group, where the reader knows it (torchtitan-run sources)
 };
 
 struct MegatronPrediction {
