@@ -12,7 +12,7 @@ bool Calibration::empty() const {
          !inter_ll128_efficiency && !inter_tree_efficiency &&
          !intra_ramp_min && !intra_ramp_half_bytes && !inter_ramp_min && !inter_ramp_half_bytes && !call_overhead_s &&
          !gemm_efficiency && !gemm_dim_half && !gemm_overhead_s && !attention_efficiency && !hbm_efficiency &&
-         !kernel_overhead_s && !interference && !memory_pressure_onset && !memory_pressure_slowdown &&
+         !kernel_overhead_s && !interference && !collective_hbm_traffic && !memory_pressure_onset && !memory_pressure_slowdown &&
          !attention_backward_efficiency && !gemm_fp8_efficiency && !eager_scale && !jitter_cv && !attention_scale && !host_launch_s && !gemm_scale && !triton_attention_scale &&
          !attention_seq_half_causal && !attention_seq_half_full;
 }
@@ -44,6 +44,7 @@ void Calibration::apply(ComputeCalibration& c) const {
   if (hbm_efficiency) c.hbm_efficiency = *hbm_efficiency;
   if (kernel_overhead_s) c.kernel_overhead_s = *kernel_overhead_s;
   if (interference) c.interference = *interference;
+  if (collective_hbm_traffic) c.collective_hbm_traffic = *collective_hbm_traffic;
   if (memory_pressure_onset) c.memory_pressure_onset = *memory_pressure_onset;
   if (memory_pressure_slowdown) c.memory_pressure_slowdown = *memory_pressure_slowdown;
   if (attention_backward_efficiency) c.attention_backward_efficiency = *attention_backward_efficiency;
@@ -63,7 +64,8 @@ void Calibration::apply(ComputeCalibration& c) const {
     c.attention_seq_half = {attention_seq_half_causal.value_or(0), attention_seq_half_full.value_or(0)};
   if (attention_seq_half_causal || attention_seq_half_full || eager_scale || jitter_cv || attention_scale || host_launch_s || gemm_scale || triton_attention_scale ||
       gemm_efficiency || gemm_dim_half || gemm_overhead_s || attention_efficiency || hbm_efficiency || kernel_overhead_s ||
-      interference || memory_pressure_onset || memory_pressure_slowdown || attention_backward_efficiency || gemm_fp8_efficiency)
+      interference || collective_hbm_traffic || memory_pressure_onset || memory_pressure_slowdown || attention_backward_efficiency ||
+      gemm_fp8_efficiency)
     c.source = "calibration " + path;
 }
 
@@ -104,7 +106,7 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
   }
   if (auto cmp = root.get("compute")) {
     cmp->check_keys({"gemm_efficiency", "gemm_dim_half", "gemm_overhead_us", "attention_efficiency",
-                     "hbm_efficiency", "kernel_overhead_us", "interference", "memory_pressure_onset",
+                     "hbm_efficiency", "kernel_overhead_us", "interference", "collective_hbm_traffic", "memory_pressure_onset",
                      "memory_pressure_slowdown", "attention_backward_efficiency", "gemm_fp8_efficiency", "eager_scale",
                      "jitter_cv", "attention_scale", "host_launch_us", "gemm_scale", "triton_attention_scale",
                      "attention_seq_half_causal", "attention_seq_half_full"});
@@ -125,6 +127,7 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
     if (auto v = cmp->get("hbm_efficiency")) c.hbm_efficiency = v->as_double_in(0.01, 1.0);
     if (auto v = cmp->get("kernel_overhead_us")) c.kernel_overhead_s = v->as_double_in(0.0, 1e5) * 1e-6;
     if (auto v = cmp->get("interference")) c.interference = v->as_double_in(0.0, 0.95);
+    if (auto v = cmp->get("collective_hbm_traffic")) c.collective_hbm_traffic = v->as_double_in(0.0, 1.0);
     if (auto v = cmp->get("memory_pressure_onset")) c.memory_pressure_onset = v->as_double_in(0.0, 10.0);
     if (auto v = cmp->get("memory_pressure_slowdown")) c.memory_pressure_slowdown = v->as_double_in(0.0, 10.0);
   }
@@ -175,6 +178,7 @@ std::string Calibration::to_yaml() const {
   put(cmp, "hbm_efficiency", hbm_efficiency);
   put(cmp, "kernel_overhead_us", kernel_overhead_s, 1e6);
   put(cmp, "interference", interference);
+  put(cmp, "collective_hbm_traffic", collective_hbm_traffic);
   put(cmp, "memory_pressure_onset", memory_pressure_onset);
   put(cmp, "memory_pressure_slowdown", memory_pressure_slowdown);
   if (!net.empty()) out += "network:\n" + net;

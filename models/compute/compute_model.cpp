@@ -107,6 +107,10 @@ double ComputeModel::optimizer_time(int64_t local_params, Optimizer opt) const {
   return double(local_params) * per_param / (hbm_ * cal_.hbm_efficiency) + 10 * cal_.kernel_overhead_s;
 }
 
+double ComputeModel::collective_traffic_time(double hbm_bytes) const {
+  return cal_.collective_hbm_traffic * hbm_bytes / (hbm_ * cal_.hbm_efficiency);
+}
+
 double ComputeModel::copy_time(double bytes) const {
   return 2.0 * bytes / (hbm_ * cal_.hbm_efficiency) + cal_.kernel_overhead_s;
 }

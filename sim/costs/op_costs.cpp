@@ -17,6 +17,7 @@ OpCosts cost_operations(const TaskGraph& g, const Workload& w, const ParallelLay
       case TaskKind::ParamCopyOut:
       case TaskKind::GradBucketCopy: t = compute.copy_time(double(op.params)); break;
       case TaskKind::HostWork: t = double(op.params) * 1e-9; break;  // stored in nanoseconds
+      case TaskKind::CollectiveMemoryTraffic: t = compute.collective_traffic_time(double(op.params)); break;
       default: break;
     }
     c.compute_s.push_back(t);

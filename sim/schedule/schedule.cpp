@@ -25,6 +25,8 @@
 // With the `ideal` profile none of these exists and the graph is micsim's original schedule.
 #include "sim/schedule/schedule.hpp"
 
+#include "models/collective/hbm_traffic.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -246,6 +248,12 @@ class Builder {
   int64_t prev_compute_ = -1;
   int64_t prev_reduce_ = -1;     // last reduction task (a bucket flush may wait for it)
   int64_t pending_host_wait_ = -1;
+  // HBM bytes of the data-parallel collectives issued since the last compute task: they run while
+  // the next one computes and take memory bandwidth from it (models/collective/hbm_traffic.hpp).
+  double pending_traffic_bytes_ = 0;
+  void note_traffic(CollectiveOp op, GroupKind group, double bytes) {
+    pending_traffic_bytes_ += collective_hbm_bytes(op, bytes, group_layout(group, in_.layout).ranks);
+  }
   int64_t last_task_[kStreamCount] = {-1, -1, -1, -1, -1};
 
   bool reduces_every_micro_step() const {
@@ -417,6 +425,11 @@ class Builder {
   }
 
   int64_t add_compute(TaskKind kind, int unit, int m, const std::vector<uint32_t>& deps) {
+    if (pending_traffic_bytes_ > 0) {  // on the compute stream before the pass, waiting for nothing
+      add_task(TaskKind::CollectiveMemoryTraffic, StreamId::Compute, -1, m, {},
+               compute_index({TaskKind::CollectiveMemoryTraffic, -1, int64_t(pending_traffic_bytes_)}));
+      pending_traffic_bytes_ = 0;
+    }
     return add_task(kind, StreamId::Compute, unit, m, deps, compute_index({kind, representative_unit(unit), 0}));
   }
 
@@ -433,10 +446,13 @@ class Builder {
     const double serial = fw_.sync_per_collective ? fw_.host_per_collective_s : 0.0;
     const ParallelLayout& l = in_.layout;
     if (!l.hierarchical) {
+      note_traffic(CollectiveOp::AllGather, GroupKind::Partition, bytes);
       return add_task(TaskKind::ParamAllGather, StreamId::Gather, unit, m, deps,
                       comm_index({CollectiveOp::AllGather, GroupKind::Partition, bytes, 1, serial, fw_.gather_list_form}));
     }
     const int k = l.partition_group_nodes(), g = l.gpus_per_node;
+    note_traffic(CollectiveOp::AllGather, GroupKind::InterNode, bytes / g);
+    note_traffic(CollectiveOp::AllGather, GroupKind::IntraNode, bytes);
     int64_t inter = add_task(TaskKind::ParamGatherInter, StreamId::Gather, unit, m, deps,
                              comm_index({CollectiveOp::AllGather, GroupKind::InterNode, bytes / g, 1, serial}));
     int64_t copy = add_task(TaskKind::ParamGatherCopy, StreamId::Gather, unit, m, {uint32_t(inter)},
@@ -467,6 +483,7 @@ class Builder {
       // gather parameters; its ZeRO-1/2 optimizer reduces another way (stage2.py).
       const bool list_form = fw_.reduce_list_form && op == CollectiveOp::ReduceScatter && in_.sharding.gathers_parameters;
       int64_t t = add_task(tk, StreamId::Reduce, -1, m, {dep}, comm_index({op, grp, b, 1, serial, list_form}));
+      note_traffic(op, grp, b);
       if (last) last_reduce.push_back(uint32_t(t));
       prev_reduce_ = t;
       return uint32_t(t);

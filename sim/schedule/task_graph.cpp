@@ -34,6 +34,7 @@ const char* to_string(TaskKind k) {
     case TaskKind::ContextParallelComm: return "context_parallel_kv_exchange";
     case TaskKind::PipelineSend: return "pipeline_send";
     case TaskKind::PipelineBubble: return "pipeline_bubble";
+    case TaskKind::CollectiveMemoryTraffic: return "collective_hbm_traffic";
   }
   return "?";
 }
@@ -41,7 +42,7 @@ const char* to_string(TaskKind k) {
 bool is_compute(TaskKind k) {
   return k == TaskKind::Forward || k == TaskKind::Backward || k == TaskKind::Recompute || k == TaskKind::Optimizer ||
          k == TaskKind::ParamGatherCopy || k == TaskKind::HostWork || k == TaskKind::ParamCopyOut || k == TaskKind::GradBucketCopy ||
-         k == TaskKind::PipelineBubble;
+         k == TaskKind::PipelineBubble || k == TaskKind::CollectiveMemoryTraffic;
 }
 
 const char* to_string(GroupKind g) {

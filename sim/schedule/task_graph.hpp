@@ -38,6 +38,7 @@ enum class TaskKind : uint8_t {
   ContextParallelComm,                                     // ring attention: keys and values around the context group
   PipelineSend,                                            // activations / gradients to the neighbouring stage
   PipelineBubble,                                          // the stage waits: pipeline fill and drain
+  CollectiveMemoryTraffic,                                 // HBM bytes of overlapped collectives, charged to compute
 };
 const char* to_string(TaskKind k);
 bool is_compute(TaskKind k);
