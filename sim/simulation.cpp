@@ -304,6 +304,18 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
                                     p.stage, list));
   }
   r.sources.push_back(fmt::format("compute: {}", p.compute_calibration.source));
+  {
+    // What the overlapped collectives move through this GPU's memory, charged to its compute stream.
+    double bytes = 0, seconds = 0;
+    for (const Task& t : p.graph.tasks)
+      if (t.kind == TaskKind::CollectiveMemoryTraffic) bytes += double(p.graph.compute_ops[t.op].params), seconds += p.costs.compute_s[t.op];
+    const int built = std::max(1, p.graph.micro_steps);
+    if (bytes > 0)
+      r.sources.push_back(fmt::format("collectives' HBM traffic: {:.1f} GB per micro-step through each GPU's memory, {:.1f} ms of its compute "
+                                      "stream (ring collectives write what arrives and read what they forward or reduce; x {:g}, "
+                                      "compute.collective_hbm_traffic; docs/model.md sec 2.5)",
+                                      bytes / built / 1e9, 1e3 * seconds / built, p.compute_calibration.collective_hbm_traffic));
+  }
   if (p.compute_slowdown > 1.0) {
     // The simulated stage's own memory use (p.memory is the fullest stage's under pipelining).
     double used = p.memory_utilisation;
