@@ -73,6 +73,8 @@ std::string chrome_trace(const PreparedSimulation& p, const std::vector<TracedNo
                             to_string(e.algorithm), to_string(e.protocol), e.time_s);
       } else if (t.kind == TaskKind::Optimizer) {
         args += fmt::format(R"(,"local_params":{})", g.compute_ops[t.op].params);
+      } else if (t.kind == TaskKind::CollectiveMemoryTraffic) {
+        args += fmt::format(R"(,"hbm_bytes":{})", g.compute_ops[t.op].params);  // of the collectives issued since the last pass
       }
       // Times as integer nanoseconds, printed exactly in microseconds: a slice never overlaps the next.
       const int64_t start_ns = std::llround(tt.start * 1e9), end_ns = std::max(start_ns, int64_t(std::llround(tt.end * 1e9)));
