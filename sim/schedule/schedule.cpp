@@ -13,6 +13,8 @@
 //    micro-step (no_sync before it).
 //  * The optimizer step updates the local shard after every gradient reduction; ZeRO-1/2 then
 //    all-gather the updated parameters (InternEvo: one broadcast per rank of its shard).
+//  * What the data-parallel gathers and reductions move through the GPU's HBM while compute runs is
+//    charged to the compute stream: one collective_hbm_traffic task before each pass (note_traffic).
 //
 // The framework profile (models/framework) says how a real implementation departs from that:
 //  * gather granularity: one collective per unit (FlatParameter, coalesced fetch) or one per parameter
