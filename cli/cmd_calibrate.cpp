@@ -1,9 +1,12 @@
 // micsim calibrate --nccl-tests FILE... --instance NAME --out calibration.yaml
 // Fits the network terms (per-fabric latency, bandwidth efficiency; NVLink efficiency and latency on
 // single-node rows) to measured nccl-tests results, prints per-row residuals and writes a
-// calibration file that scenarios load with `calibration:`.
+// calibration file that scenarios load with `calibration:`. --gemm / --kernels fit the compute
+// kernels' terms; --runs, last, fits the in-step compute scales to measured training steps
+// (validation/measured_runs.hpp).
 #include <fmt/format.h>
 
+#include <cmath>
 #include <iostream>
 
 #include "models/hardware/catalog.hpp"
@@ -13,12 +16,55 @@
 #include "validation/collective_validation.hpp"
 #include "validation/gemm.hpp"
 #include "validation/kernel_fit.hpp"
+#include "validation/measured_runs.hpp"
 
 namespace micsim::cli {
 
+namespace {
+
+// Fits compute.gemm_scale and compute.attention_scale to the measured runs (with `c` laid over each
+// run's scenario), prints each run's error before, after and held out, and sets both in `c`.
+void fit_runs(const InstanceSpec& inst, const std::vector<std::string>& files, Calibration& c, std::vector<std::string>& sources,
+              std::ostream& log) {
+  std::vector<MeasuredRun> runs;
+  for (const auto& f : files) {
+    auto r = load_measured_runs(f);
+    runs.insert(runs.end(), r.begin(), r.end());
+  }
+  const RunFit fit = fit_measured_runs(inst.name, runs, c);
+  log << fmt::format("calibrating the in-step compute of {} on {} measured training runs ({} iterations)\n\n", inst.name, runs.size(),
+                     fit.iterations);
+  log << fmt::format("{:<32}{:>16}{:>14}{:>13}{:>13}  {}\n", "run (scenario name)", "tokens/s/GPU", "error before", "error after",
+                     fit.held_out ? "held out" : "", "file:line");
+  std::vector<double> before, after, held;
+  for (const auto& r : fit.rows) {
+    log << fmt::format("{:<32}{:>16.1f}{:>13.1f}%{:>12.1f}%{:>13}  {}:{}\n", r.name, r.measured, 100 * r.before, 100 * r.after,
+                       fit.held_out ? fmt::format("{:.1f}%", 100 * r.held_out) : "", r.run->file, r.run->line);
+    before.push_back(r.before), after.push_back(r.after), held.push_back(r.held_out);
+  }
+  auto line = [&](const char* what, const std::vector<double>& e) {
+    double abs = 0, sgn = 0;
+    for (double x : e) abs += std::fabs(x), sgn += x;
+    log << fmt::format("  {:<34} MAPE {:5.1f}%, mean signed {:+.1f}%\n", what, 100 * abs / double(e.size()), 100 * sgn / double(e.size()));
+  };
+  log << "\n";
+  line("before (catalog / base constants)", before);
+  line("after (fitted on every run)", after);
+  if (fit.held_out) line("held out (each run left out in turn)", held);
+  else log << "  (no held-out error with fewer than 3 runs: the fitted constants are only checked on the runs they were fitted on)\n";
+  log << fmt::format("gemm_scale {:.4f} (was {:.4f}), attention_scale {:.4f} (was {:.4f}); weak prior: sigma 0.2 in log around the "
+                     "starting values\n\n",
+                     fit.gemm_scale, fit.gemm_scale_start, fit.attention_scale, fit.attention_scale_start);
+  c.gemm_scale = fit.gemm_scale;
+  c.attention_scale = fit.attention_scale;
+  sources.push_back(fmt::format("{} measured training runs from {}", runs.size(), join_choices(files)));
+}
+
+}  // namespace
+
 Runner add_calibrate(CLI::App& app) {
   struct Opts {
-    std::vector<std::string> nccl_tests, gemm;
+    std::vector<std::string> nccl_tests, gemm, runs;
     std::string instance, out, op, base, kernels;
     int ranks = 0, nodes = 0;
     bool two_node_ar = false;
@@ -27,6 +73,9 @@ Runner add_calibrate(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("calibrate", "Fit a calibration file to measurements");
   cmd->add_option("--nccl-tests", o->nccl_tests, "nccl-tests output (text log or published CSV rows); repeatable");
   cmd->add_option("--gemm", o->gemm, "GEMM timings CSV (m,n,k,[batch],[dtype],time_us|tflops), e.g. the harness's gemm.csv; repeatable");
+  cmd->add_option("--runs", o->runs,
+                  "Measured training steps (CSV: scenario,tokens_per_s_per_gpu | tokens_per_s | step_time_s; scenario paths relative to "
+                  "the CSV): fit the in-step GEMM and attention scales, after the network terms; repeatable");
   cmd->add_option("--base", o->base, "Start from this calibration file (its other terms are kept)");
   cmd->add_option("--kernels", o->kernels,
                   "Directory of published kernel measurements (gemm/, attention/, hbm/ CSVs, e.g. validation/data): fit the "
@@ -40,12 +89,13 @@ Runner add_calibrate(CLI::App& app) {
                 "Also fit 2-node all_reduce rows (NCCL runs tree there; excluded by default)");
   return [o]() -> int {
     const InstanceSpec& inst = lookup_instance("--instance", o->instance);
-    if (o->nccl_tests.empty() && o->gemm.empty() && o->kernels.empty())
-      throw InputError({"micsim calibrate", 0, 0}, "", "give --nccl-tests FILE..., --gemm FILE... or --kernels DIR");
+    if (o->nccl_tests.empty() && o->gemm.empty() && o->kernels.empty() && o->runs.empty())
+      throw InputError({"micsim calibrate", 0, 0}, "", "give --nccl-tests FILE..., --gemm FILE..., --kernels DIR or --runs FILE...");
     OutputPlan outputs;
     outputs.input(o->base);
     for (const auto& f : o->gemm) outputs.input(f);
     for (const auto& f : o->nccl_tests) outputs.input(f);
+    for (const auto& f : o->runs) outputs.input(f);
     outputs.output("--out", o->out);
     // The fit's table goes to stdout, or to stderr when the calibration itself is written there.
     std::ostream& log = o->out == "-" ? std::cerr : std::cout;
@@ -114,13 +164,16 @@ Runner add_calibrate(CLI::App& app) {
       c.gemm_overhead_s = gf.calibration.gemm_overhead_s;
       sources.push_back(fmt::format("{} GEMM timings from {}", gf.rows.size(), join_choices(o->gemm)));
     }
-    if (o->nccl_tests.empty()) {
+    // Last, on everything fitted above: the measured training steps set the in-step compute scales.
+    auto finish = [&]() -> int {
+      if (!o->runs.empty()) fit_runs(inst, o->runs, c, sources, log);
       c.instance = inst.name;
-      c.source = join_choices(sources);
+      c.source = (o->nccl_tests.empty() && o->runs.empty() ? "" : "micsim calibrate on ") + join_choices(sources);
       write_output_file(o->out, c.to_yaml());
       if (o->out != "-") log << "wrote " << o->out << "\n";
       return 0;
-    }
+    };
+    if (o->nccl_tests.empty()) return finish();
     std::vector<NcclTestRow> rows;
     NcclTestsOptions lopt{o->op, o->ranks, o->nodes};
     ClusterMap map = ClusterMap::builtin();
@@ -164,12 +217,8 @@ Runner add_calibrate(CLI::App& app) {
                         &Calibration::inter_ramp_half_bytes, &Calibration::inter_ll128_efficiency,
                         &Calibration::inter_tree_efficiency, &Calibration::call_overhead_s})
       if (f.*field) c.*field = f.*field;
-    c.instance = inst.name;
     sources.push_back(fmt::format("{} nccl-tests rows from {}", fit.rows.size(), join_choices(o->nccl_tests)));
-    c.source = "micsim calibrate on " + join_choices(sources);
-    write_output_file(o->out, c.to_yaml());
-    if (o->out != "-") log << "wrote " << o->out << "\n";
-    return 0;
+    return finish();
   };
 }
 

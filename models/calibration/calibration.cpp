@@ -7,14 +7,32 @@
 
 namespace micsim {
 
+namespace {
+// Every term of a calibration file, for the operations that treat them alike.
+using Term = std::optional<double> Calibration::*;
+constexpr Term kTerms[] = {
+    &Calibration::intra_efficiency, &Calibration::intra_latency_scale, &Calibration::inter_efficiency, &Calibration::inter_efficiency_at_scale,
+    &Calibration::inter_latency_s, &Calibration::inter_ll128_efficiency, &Calibration::inter_tree_efficiency, &Calibration::nvls_efficiency,
+    &Calibration::intra_ramp_min, &Calibration::intra_ramp_half_bytes, &Calibration::inter_ramp_min, &Calibration::inter_ramp_half_bytes,
+    &Calibration::call_overhead_s, &Calibration::gemm_efficiency, &Calibration::gemm_dim_half, &Calibration::gemm_overhead_s,
+    &Calibration::attention_efficiency, &Calibration::hbm_efficiency, &Calibration::kernel_overhead_s, &Calibration::interference,
+    &Calibration::collective_hbm_traffic, &Calibration::memory_pressure_onset, &Calibration::memory_pressure_slowdown,
+    &Calibration::attention_backward_efficiency, &Calibration::gemm_fp8_efficiency, &Calibration::eager_scale, &Calibration::jitter_cv,
+    &Calibration::attention_scale, &Calibration::host_launch_s, &Calibration::gemm_scale, &Calibration::triton_attention_scale,
+    &Calibration::attention_seq_half_causal, &Calibration::attention_seq_half_full};
+}  // namespace
+
 bool Calibration::empty() const {
-  return !intra_efficiency && !intra_latency_scale && !inter_efficiency && !inter_efficiency_at_scale && !inter_latency_s && !nvls_efficiency &&
-         !inter_ll128_efficiency && !inter_tree_efficiency &&
-         !intra_ramp_min && !intra_ramp_half_bytes && !inter_ramp_min && !inter_ramp_half_bytes && !call_overhead_s &&
-         !gemm_efficiency && !gemm_dim_half && !gemm_overhead_s && !attention_efficiency && !hbm_efficiency &&
-         !kernel_overhead_s && !interference && !collective_hbm_traffic && !memory_pressure_onset && !memory_pressure_slowdown &&
-         !attention_backward_efficiency && !gemm_fp8_efficiency && !eager_scale && !jitter_cv && !attention_scale && !host_launch_s && !gemm_scale && !triton_attention_scale &&
-         !attention_seq_half_causal && !attention_seq_half_full;
+  for (Term t : kTerms)
+    if (this->*t) return false;
+  return true;
+}
+
+void Calibration::overlay(const Calibration& over) {
+  for (Term t : kTerms)
+    if (over.*t) this->*t = over.*t;
+  if (!over.instance.empty()) instance = over.instance;
+  if (!over.source.empty()) source = over.source;
 }
 
 void Calibration::apply(NetworkParams& net) const {

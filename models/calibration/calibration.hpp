@@ -31,6 +31,8 @@ struct Calibration {
       attention_seq_half_causal, attention_seq_half_full;
 
   bool empty() const;
+  // Sets every term `over` sets (its instance and source too, when given); the others stay.
+  void overlay(const Calibration& over);
   // Attention terms of a measured kernel (efficiencies or length terms): they replace the catalog's whole.
   bool has_attention_terms() const {
     return attention_efficiency || attention_backward_efficiency || attention_seq_half_causal || attention_seq_half_full;
