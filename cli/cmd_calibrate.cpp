@@ -6,7 +6,6 @@
 // (validation/measured_runs.hpp).
 #include <fmt/format.h>
 
-#include <cmath>
 #include <iostream>
 
 #include "models/hardware/catalog.hpp"
@@ -17,6 +16,7 @@
 #include "validation/gemm.hpp"
 #include "validation/kernel_fit.hpp"
 #include "validation/measured_runs.hpp"
+#include "validation/training_corpus.hpp"
 
 namespace micsim::cli {
 
@@ -43,18 +43,18 @@ void fit_runs(const InstanceSpec& inst, const std::vector<std::string>& files, C
     before.push_back(r.before), after.push_back(r.after), held.push_back(r.held_out);
   }
   auto line = [&](const char* what, const std::vector<double>& e) {
-    double abs = 0, sgn = 0;
-    for (double x : e) abs += std::fabs(x), sgn += x;
-    log << fmt::format("  {:<34} MAPE {:5.1f}%, mean signed {:+.1f}%\n", what, 100 * abs / double(e.size()), 100 * sgn / double(e.size()));
+    const SourceScore sc = score(what, e);
+    log << fmt::format("  {:<38} MAPE {:5.1f}%, mean signed {:+.1f}%\n", what, 100 * sc.mape, 100 * sc.mean_signed);
   };
   log << "\n";
   line("before (catalog / base constants)", before);
   line("after (fitted on every run)", after);
   if (fit.held_out) line("held out (each run left out in turn)", held);
   else log << "  (no held-out error with fewer than 3 runs: the fitted constants are only checked on the runs they were fitted on)\n";
-  log << fmt::format("gemm_scale {:.4f} (was {:.4f}), attention_scale {:.4f} (was {:.4f}); weak prior: sigma 0.2 in log around the "
-                     "starting values\n\n",
-                     fit.gemm_scale, fit.gemm_scale_start, fit.attention_scale, fit.attention_scale_start);
+  log << fmt::format("gemm_scale {:.4f} (was {:.4f}), attention_scale {:.4f} (was {:.4f}); runs weighed at {:.1f} % scatter (the error "
+                     "bands' spread within one stack), weak prior: sigma {} in log around the starting values\n\n",
+                     fit.gemm_scale, fit.gemm_scale_start, fit.attention_scale, fit.attention_scale_start, 100 * fit.run_sigma,
+                     kScalePriorSigma);
   c.gemm_scale = fit.gemm_scale;
   c.attention_scale = fit.attention_scale;
   sources.push_back(fmt::format("{} measured training runs from {}", runs.size(), join_choices(files)));
@@ -130,11 +130,7 @@ Runner add_calibrate(CLI::App& app) {
                            half(k.causal_sweep_rows, k.efficiency.seq_half.causal), half(k.full_sweep_rows, k.efficiency.seq_half.full),
                            k.forward_rows, k.backward_rows, k.causal_sweep_rows, k.full_sweep_rows);
       }
-      for (auto field : {&Calibration::gemm_efficiency, &Calibration::gemm_dim_half, &Calibration::gemm_overhead_s,
-                         &Calibration::gemm_fp8_efficiency, &Calibration::attention_efficiency,
-                         &Calibration::attention_backward_efficiency, &Calibration::attention_seq_half_causal,
-                         &Calibration::attention_seq_half_full, &Calibration::hbm_efficiency})
-        if (kf.calibration.*field) c.*field = kf.calibration.*field;
+      c.overlay(kf.calibration);
       sources.push_back("published kernel measurements: " + join_choices(kf.files));
     }
     if (!o->gemm.empty()) {
@@ -159,16 +155,14 @@ Runner add_calibrate(CLI::App& app) {
                                100 * sa.median_abs, 100 * sb.p90_abs, 100 * sa.p90_abs);
       log << fmt::format("gemm_efficiency {:.3f}, gemm_dim_half {:.1f}, gemm_overhead_us {:.2f}\n\n", *gf.calibration.gemm_efficiency,
                                *gf.calibration.gemm_dim_half, *gf.calibration.gemm_overhead_s * 1e6);
-      c.gemm_efficiency = gf.calibration.gemm_efficiency;
-      c.gemm_dim_half = gf.calibration.gemm_dim_half;
-      c.gemm_overhead_s = gf.calibration.gemm_overhead_s;
+      c.overlay(gf.calibration);
       sources.push_back(fmt::format("{} GEMM timings from {}", gf.rows.size(), join_choices(o->gemm)));
     }
     // Last, on everything fitted above: the measured training steps set the in-step compute scales.
     auto finish = [&]() -> int {
       if (!o->runs.empty()) fit_runs(inst, o->runs, c, sources, log);
       c.instance = inst.name;
-      c.source = (o->nccl_tests.empty() && o->runs.empty() ? "" : "micsim calibrate on ") + join_choices(sources);
+      c.source = "micsim calibrate on " + join_choices(sources);
       write_output_file(o->out, c.to_yaml());
       if (o->out != "-") log << "wrote " << o->out << "\n";
       return 0;
@@ -209,14 +203,7 @@ Runner add_calibrate(CLI::App& app) {
     auto sb = summarize_errors(fit.before), sa = summarize_errors(fit.after);
     log << fmt::format("\nmedian |error| {:.1f}% -> {:.1f}%, p90 {:.1f}% -> {:.1f}%\n", 100 * sb.median_abs,
                              100 * sa.median_abs, 100 * sb.p90_abs, 100 * sa.p90_abs);
-    const Calibration& f = fit.calibration;
-    using Field = std::optional<double> Calibration::*;
-    for (Field field : std::initializer_list<Field>{&Calibration::intra_efficiency, &Calibration::intra_latency_scale, &Calibration::inter_efficiency,
-                        &Calibration::inter_efficiency_at_scale, &Calibration::inter_latency_s, &Calibration::nvls_efficiency,
-                        &Calibration::intra_ramp_min, &Calibration::intra_ramp_half_bytes, &Calibration::inter_ramp_min,
-                        &Calibration::inter_ramp_half_bytes, &Calibration::inter_ll128_efficiency,
-                        &Calibration::inter_tree_efficiency, &Calibration::call_overhead_s})
-      if (f.*field) c.*field = f.*field;
+    c.overlay(fit.calibration);
     sources.push_back(fmt::format("{} nccl-tests rows from {}", fit.rows.size(), join_choices(o->nccl_tests)));
     return finish();
   };

@@ -5,29 +5,35 @@
 #include <cmath>
 #include <filesystem>
 
+#include "models/calibration/error_bands.hpp"
 #include "models/io/csv.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/simulation.hpp"
+#include "sim/strategy/strategy.hpp"
 #include "validation/least_squares.hpp"
+#include "validation/training_corpus.hpp"
 
 namespace micsim {
 
 namespace {
 
-constexpr const char* kMetrics[] = {"tokens_per_s_per_gpu", "tokens_per_s", "step_time_s"};
+// The weak prior of the corpus fit (kScalePriorSigma, validation/training_corpus.hpp) keeps a constant
+// the runs barely determine (attention, when every run has short sequences) near the catalog's value
+// instead of absorbing the other's error. Each run is weighed by how far one stack's runs scatter about
+// micsim's predictions: the 90 % range of a row's error less its source's mean (rel_q05 ... rel_q95 of
+// the run's error band, models/catalog/error_bands.yaml) read as +-1.645 standard deviations. A run more than 2 sigma off
+// loses influence (Huber).
+constexpr double kHuberSigmas = 2.0;
 
-// A weak prior, as in the corpus fit (validation/training_corpus.cpp): log(scale / start) with a
-// standard deviation of 0.2 is one more residual per constant, so a constant the runs barely determine
-// (attention, when every run has short sequences) stays near the catalog's value instead of absorbing
-// the other's error. Runs are weighed by how far one stack's runs scatter about micsim's predictions:
-// 7 %, one standard deviation of the 90 % range of a row's error less its source's mean, -8.7 ... +14.5 %
-// (models/catalog/error_bands.yaml rel_q05/rel_q95, 298 published runs). The prior then counts as an
-// eighth of one run, and a run more than 2 sigma (14 %) off loses influence (Huber).
-constexpr double kScalePriorSigma = 0.2, kRunSigma = 0.07, kHuberSigmas = 2.0;
+double run_scatter(const Scenario& sc) {
+  const ErrorBand& b = ErrorBands::builtin().for_prediction(sc.cluster.instance.gpu.arch, is_sharded(sc.strategy.kind));
+  return (b.rel_q95 - b.rel_q05) / (2 * 1.6449);
+}
 
 struct PreparedRun {
   Scenario scenario;
   double measured = 0;  // tokens/s per GPU
+  double sigma = 0;     // run_scatter
 };
 
 PreparedRun prepare_run(const MeasuredRun& run, const std::string& instance_name, const Calibration& base) {
@@ -40,12 +46,19 @@ PreparedRun prepare_run(const MeasuredRun& run, const std::string& instance_name
                      fmt::format("{} simulates instance '{}'; the calibration is for '{}' (one instance per calibration file)", run.scenario,
                                  p.scenario.cluster.instance.name, instance_name));
   p.scenario.calibration.overlay(base);
+  p.sigma = run_scatter(p.scenario);
   const double tokens_per_step = double(p.scenario.training.global_batch) * double(p.scenario.training.seq_len);
   const double world = p.scenario.world_size();
   if (run.metric == "tokens_per_s_per_gpu") p.measured = run.value;
   else if (run.metric == "tokens_per_s") p.measured = run.value / world;
   else p.measured = tokens_per_step / run.value / world;  // step_time_s
   return p;
+}
+
+std::string metric_names() {
+  std::string s;
+  for (const char* m : kMeasuredRunMetrics) s += (s.empty() ? "" : " | ") + std::string(m);
+  return s;
 }
 
 double predicted_tokens_per_gpu(Scenario sc, double gemm_scale, double attention_scale) {
@@ -65,7 +78,7 @@ Constants fit_on(const std::vector<PreparedRun>& runs, const std::vector<size_t>
   std::vector<FitParameter> params = {{"gemm_scale", start.gemm_scale, 0.1, 2.0}, {"attention_scale", start.attention_scale, 0.1, 10.0}};
   FitOutcome o = fit_least_squares(params, [&](const std::vector<double>& v) {
     std::vector<double> res;
-    for (size_t i : use) res.push_back(std::log(predicted_tokens_per_gpu(runs[i].scenario, v[0], v[1]) / runs[i].measured) / kRunSigma);
+    for (size_t i : use) res.push_back(std::log(predicted_tokens_per_gpu(runs[i].scenario, v[0], v[1]) / runs[i].measured) / runs[i].sigma);
     res.push_back(std::log(v[0] / start.gemm_scale) / kScalePriorSigma);
     res.push_back(std::log(v[1] / start.attention_scale) / kScalePriorSigma);
     return res;
@@ -80,10 +93,10 @@ std::vector<MeasuredRun> load_measured_runs(const std::string& csv_path) {
   const int scenario_col = t.column("scenario");
   if (scenario_col < 0) throw InputError({csv_path, 1, 0}, "scenario", "a column 'scenario' (the scenario file of each run)");
   std::vector<std::pair<std::string, int>> metric_cols;
-  for (const char* m : kMetrics)
+  for (const char* m : kMeasuredRunMetrics)
     if (t.column(m) >= 0) metric_cols.emplace_back(m, t.column(m));
   if (metric_cols.empty())
-    throw InputError({csv_path, 1, 0}, "", "a measurement column: tokens_per_s_per_gpu, tokens_per_s or step_time_s");
+    throw InputError({csv_path, 1, 0}, "", "a measurement column: " + metric_names());
   const std::filesystem::path folder = std::filesystem::path(csv_path).parent_path();
   std::vector<MeasuredRun> out;
   for (const auto& r : t.rows) {
@@ -104,7 +117,7 @@ std::vector<MeasuredRun> load_measured_runs(const std::string& csv_path) {
       run.metric = name, run.value = x;
     }
     if (run.metric.empty())
-      throw InputError({csv_path, r.line, 0}, "", "a measurement (tokens_per_s_per_gpu, tokens_per_s or step_time_s) in this row");
+      throw InputError({csv_path, r.line, 0}, "", "a measurement (" + metric_names() + ") in this row");
     out.push_back(run);
   }
   if (out.empty()) throw InputError({csv_path, 0, 0}, "", "at least one measured run");
@@ -126,6 +139,7 @@ RunFit fit_measured_runs(const std::string& instance_name, const std::vector<Mea
   out.gemm_scale_start = start.gemm_scale, out.attention_scale_start = start.attention_scale;
   out.gemm_scale = fitted.gemm_scale, out.attention_scale = fitted.attention_scale;
   out.iterations = fitted.iterations;
+  for (const auto& p : prepared) out.run_sigma += p.sigma / double(prepared.size());
   out.held_out = prepared.size() >= 3;
   for (size_t i = 0; i < prepared.size(); ++i) {
     const PreparedRun& p = prepared[i];

@@ -16,6 +16,9 @@
 
 namespace micsim {
 
+// The measurement columns a runs file may give (one per row).
+inline constexpr const char* kMeasuredRunMetrics[] = {"tokens_per_s_per_gpu", "tokens_per_s", "step_time_s"};
+
 struct MeasuredRun {
   std::string file;      // the runs CSV and the row's line, for messages
   int line = 0;
@@ -40,6 +43,7 @@ struct RunFit {
   std::vector<RunFitRow> rows;
   double gemm_scale_start = 1, attention_scale_start = 1;
   double gemm_scale = 1, attention_scale = 1;
+  double run_sigma = 0;   // the scatter the runs are weighed with (mean over the runs)
   bool held_out = false;  // rows' held_out filled (3 runs or more)
   int iterations = 0;
 };

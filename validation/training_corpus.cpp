@@ -380,7 +380,6 @@ std::vector<CorpusPrediction> predict_corpus(const std::vector<CorpusRow>& rows,
 // The multiplicative scale constants (attention_scale_*, gemm_scale_*, triton_attention_scale): read
 // off their names, so a constant added to CorpusConstants gets the prior by being named a scale.
 static bool is_scale_constant(int index) { return CorpusConstants::names()[index].find("scale") != std::string::npos; }
-constexpr double kScalePriorSigma = 0.2;
 
 CorpusConstants fit_corpus_constants(const std::vector<CorpusRow>& rows, const CorpusConstants& start, int threads) {
   const std::vector<double> v0 = start.values();

@@ -67,6 +67,10 @@ std::vector<CorpusPrediction> predict_corpus(const std::vector<CorpusRow>& rows,
 // Fits the constants on `rows` (Levenberg-Marquardt on log(predicted/published), Huber).
 CorpusConstants fit_corpus_constants(const std::vector<CorpusRow>& rows, const CorpusConstants& start, int threads = 0);
 
+// The weak prior on every multiplicative scale constant fitted on training runs (the corpus fit and
+// `calibrate --runs`): log(scale / centre) / kScalePriorSigma is one more residual per constant.
+constexpr double kScalePriorSigma = 0.2;
+
 struct SourceScore {
   std::string group;
   size_t rows = 0;
