@@ -2,6 +2,7 @@
 // Predictions against published measurements, row by row, with the error and a summary per source.
 // nccl-tests CSVs/logs: busbw for sizes >= 1 MiB, time for sizes <= 64 KiB.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <iostream>
@@ -73,8 +74,10 @@ int run_corpus_validation(const std::string& dir, bool held_out, const std::stri
   };
   text += "\nconstants fitted on every group: " + constants_text(all) + "\n";
   table(in_sample, "in sample (constants fitted on every group, including the one scored):", "in_sample");
+  std::vector<CorpusPrediction> held_out_predictions;
   if (held_out) {
     HeldOutCorpus h = held_out_corpus(rows, start, threads);
+    held_out_predictions = h.predictions;
     table(h.predictions, "leave one source group out (constants fitted on the other groups only):", "held_out");
     text += "\nconstants fitted without each group:\n";
     for (const auto& [g, k] : h.constants) text += fmt::format("  {:<34}{}\n", g, constants_text(k));
@@ -125,14 +128,43 @@ int run_corpus_validation(const std::string& dir, bool held_out, const std::stri
                                                                         100 * coverage.per_source), 10));
   }
   if (!quiet) {
-    text += "\nrows (in sample):\n";
-    for (const auto& p : in_sample)
-      text += fmt::format("  {:<58}{:>10.0f}{:>10.0f}{:>+8.1f}%  {}\n", p.row->id.substr(0, 57), p.row->published, p.predicted,
-                          100 * p.error(), p.fits ? "" : "(micsim: does not fit)");
+    // Per row: published and predicted tokens/s per GPU in sample and, with --leave-one-source-out, the
+    // row predicted with constants fitted without its source group (the out-of-sample figure).
+    std::map<const CorpusRow*, const CorpusPrediction*> held;
+    for (const auto& p : held_out_predictions) held[p.row] = &p;
+    text += held.empty() ? "\nrows (in sample; tokens/s per GPU):\n  " + std::string(58, ' ') + " published predicted   error\n"
+                         : "\nrows (tokens/s per GPU; held out = constants fitted without the row's source group):\n  " + std::string(58, ' ') +
+                               " published predicted   error  held out   error\n";
+    for (const auto& p : in_sample) {
+      text += fmt::format("  {:<58}{:>10.0f}{:>10.0f}{:>+7.1f}%", p.row->id.substr(0, 57), p.row->published, p.predicted, 100 * p.error());
+      if (auto h = held.find(p.row); h != held.end()) text += fmt::format("{:>10.0f}{:>+7.1f}%", h->second->predicted, 100 * h->second->error());
+      text += fmt::format("  {}\n", p.fits ? "" : "(micsim: does not fit)");
+    }
   }
   if (!json_path.empty()) write_output_file(json_path, json_text(versioned(j, "validate")));
   if (json_path != "-") write_stdout(text);
   return 0;
+}
+
+// One corpus row's scenario, as the validation runs it (the catalog's constants, which are the corpus fit
+// on every row): a user can simulate, trace or sweep around a published run.
+int export_corpus_scenario(const std::string& dir, const std::string& id) {
+  const auto rows = load_training_corpus(dir);
+  std::vector<std::string> near;
+  for (const auto& r : rows) {
+    if (r.id != id) {
+      if (near.size() < 5 && (r.id.find(id) != std::string::npos || id.find(r.id) != std::string::npos)) near.push_back(r.id);
+      continue;
+    }
+    if (!r.skip_reason.empty()) throw InputError({"--export-scenario", 0, 0}, id, "this row is not compared: " + r.skip_reason);
+    std::string text = fmt::format("# corpus row {} ({}:{})\n# source: {}\n# published: {:.6g} tokens/s per GPU ({})\n", r.id, r.file, r.line,
+                                   r.source, r.published, r.metric);
+    for (const auto& a : r.assumptions) text += "# assumed: " + a + "\n";
+    write_stdout(text + r.scenario_yaml);
+    return 0;
+  }
+  std::string hint = near.empty() ? "" : " (ids containing it: " + fmt::format("{}", fmt::join(near, ", ")) + ")";
+  throw InputError({"--export-scenario", 0, 0}, id, "no corpus row has this id" + hint);
 }
 
 // Megatron-LM (3-D parallel) published runs: per row, the predicted iteration time (or TFLOP/s per GPU,
@@ -219,7 +251,7 @@ int run_megatron_validation(const std::string& dir, const std::string& json_path
 Runner add_validate(CLI::App& app) {
   struct Opts {
     std::vector<std::string> datasets;
-    std::string instance, json, calibration, op, corpus, bands, megatron;
+    std::string instance, json, calibration, op, corpus, bands, megatron, export_row;
     bool quiet = false, held_out = false;
     int threads = 0;
   };
@@ -233,6 +265,8 @@ Runner add_validate(CLI::App& app) {
   cmd->add_option("--threads", o->threads, "Worker threads (default: every core)")->check(CLI::Range(0, 1024));
   cmd->add_option("--write-bands", o->bands, "With --corpus --leave-one-source-out: write the 90 % error bands (YAML, the format of "
                                              "models/catalog/error_bands.yaml) to FILE");
+  cmd->add_option("--export-scenario", o->export_row, "With --corpus: print the scenario micsim builds from the corpus row with this id "
+                                                     "(YAML, for `micsim simulate`), its source and published value, and stop");
   cmd->add_option("--instance", o->instance, "Instance for logs (CSV rows name their cluster)");
   cmd->add_option("--calibration", o->calibration, "Calibration file to apply");
   cmd->add_option("--op", o->op, "Collective of a log that does not name it");
@@ -250,6 +284,10 @@ Runner add_validate(CLI::App& app) {
     if (!o->megatron.empty()) return run_megatron_validation(o->megatron, o->json, o->quiet);
     if (!o->bands.empty() && (o->corpus.empty() || !o->held_out))
       throw InputError({"--write-bands", 0, 0}, "", "needs --corpus DIR and --leave-one-source-out (the bands are out-of-sample residuals)");
+    if (!o->export_row.empty()) {
+      if (o->corpus.empty()) throw InputError({"--export-scenario", 0, 0}, "", "needs --corpus DIR (the row is one of the corpus's)");
+      return export_corpus_scenario(o->corpus, o->export_row);
+    }
     if (!o->corpus.empty()) return run_corpus_validation(o->corpus, o->held_out, o->json, o->bands, o->quiet, o->threads);
     if (!o->instance.empty()) lookup_instance("--instance", o->instance);
     OutputPlan outputs;

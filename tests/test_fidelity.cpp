@@ -2,11 +2,14 @@
 // training corpus and its out-of-sample error bands.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <deque>
 #include <random>
 #include <set>
+
+#include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
 #include "models/compute/jitter.hpp"
@@ -229,6 +232,43 @@ TEST_CASE("training corpus: >= 150 published rows from >= 8 source groups become
     CHECK(p.predicted > 0);
     CHECK(std::fabs(p.error()) < 0.6);
   }
+}
+
+TEST_CASE("validate --export-scenario: a corpus row's scenario simulates to the corpus's own prediction") {
+  const std::string dir = std::string(MICSIM_SOURCE_DIR) + "/validation/data/training-corpus";
+  const auto rows = load_training_corpus(dir);
+  // A Hopper FSDP2 row and an Ampere Triton-attention row (MosaicML's table), as the corpus runs them.
+  for (const std::string id : {"tt-h100-llama3.1-8b-g8-fsdp", "mosaicml-a100-13b-s2048-g8-a100_80gb-mb2"}) {
+    CAPTURE(id);
+    const auto row = std::find_if(rows.begin(), rows.end(), [&](const CorpusRow& r) { return r.id == id; });
+    REQUIRE(row != rows.end());
+    const std::string path = micsim::test::temp_path(id + ".yaml");
+    auto exported = micsim::test::run_shell(std::string(MICSIM_BINARY) + " validate --corpus " + dir + " --export-scenario " + id + " > " + path);
+    REQUIRE(exported.status == 0);
+    const std::string yaml = micsim::test::read_text(path);
+    CHECK(yaml.find("# corpus row " + id) == 0);
+    CHECK(yaml.find(row->source) != std::string::npos);
+    // The corpus's prediction with the catalog's constants (what `simulate` applies) ...
+    const Scenario sc = parse_scenario_text(row->scenario_yaml, "<corpus>");
+    const ComputeCalibration cat = ComputeCalibration::defaults_for(sc.cluster.instance.gpu, sc.training.attention_kernel);
+    CorpusConstants k;
+    k.host_launch_s = cat.host_launch_s, k.memory_pressure_slowdown = cat.memory_pressure_slowdown, k.jitter_cv = cat.jitter_cv;
+    k.triton_attention_scale = cat.triton_attention_scale;
+    k.gemm_scale_volta = k.gemm_scale_ampere = k.gemm_scale_hopper = cat.gemm_scale;
+    k.attention_scale_ampere = k.attention_scale_hopper = cat.attention_scale;
+    const double corpus = predict_corpus({*row}, k, 1).front().predicted;
+    // ... equals the exported file's, simulated by the CLI.
+    auto sim = micsim::test::run_cli_stdout("simulate " + path + " --json -");
+    REQUIRE(sim.status == 0);
+    const auto j = nlohmann::json::parse(sim.output);
+    CHECK(j["tokens_per_s"].get<double>() / j["world_size"].get<double>() == doctest::Approx(corpus).epsilon(1e-6));
+  }
+  // Bad ids and a missing --corpus: exit 2 with the reason (and the ids that contain a partial one).
+  auto unknown = micsim::test::run_cli("validate --corpus " + dir + " --export-scenario mosaicml-a100-30b");
+  CHECK(unknown.status == 2);
+  CHECK(unknown.output.find("no corpus row has this id") != std::string::npos);
+  CHECK(unknown.output.find("mosaicml-a100-30b-s2048-g8-a100_80gb-mb3") != std::string::npos);
+  CHECK(micsim::test::run_cli("validate --export-scenario x").status == 2);
 }
 
 TEST_CASE("error bands: every result carries a 90 % interval around its prediction") {
