@@ -7,6 +7,7 @@
 #include <map>
 
 #include "helpers.hpp"
+#include "sim/des/simulate_simgrid.hpp"
 #include "validation/training_corpus.hpp"
 
 using namespace micsim;
@@ -124,6 +125,20 @@ TEST_CASE("MiCS paper headline by mechanism: BERT-10B on 128 p3dn GPUs, MiCS / Z
   const double eff = (per_gpu(mics) / per_gpu(at("mics", 2))) / (per_gpu(zero3) / per_gpu(at("zero3", 2)));
   MESSAGE("scaling-efficiency ratio: " << eff);
   CHECK(std::fabs(eff / 1.27 - 1) <= 0.15);
+  // The SimGrid engine (flows on the links; one seeded per-node jitter draw that persists through the
+  // step, so a MiCS group's four micro-steps do not average its noise out as the analytic engine's
+  // transient model does): 3.18x (+13 %) and 1.40x (+10 %), both within the issue's 15 % (3.16-3.20x and
+  // 1.40-1.45x over eight other seeds, session 15).
+  auto des = [&](const char* kind, int nodes) {
+    return simulate_simgrid(prepare_simulation(scenario("p3dn.24xlarge", nodes, "bert-10b", kind, 8, 8 * 8 * nodes * 4,
+                                                        {"strategy.framework=deepspeed", "strategy.version=0.5.4", "strategy.partition_size=8"})));
+  };
+  const auto dm = des("mics", 16), dz = des("zero3", 16);
+  const double des_ratio = dm.samples_per_s / dz.samples_per_s;
+  const double des_eff = (per_gpu(dm) / per_gpu(des("mics", 2))) / (per_gpu(dz) / per_gpu(des("zero3", 2)));
+  MESSAGE("SimGrid engine: MiCS / ZeRO-3 " << des_ratio << ", scaling-efficiency ratio " << des_eff);
+  CHECK(std::fabs(des_ratio / 2.82 - 1) <= 0.15);
+  CHECK(std::fabs(des_eff / 1.27 - 1) <= 0.15);
 }
 
 TEST_CASE("InternEvo ZeRO-1: one broadcast per rank after the step, gradient buckets all-reduced; bytes conserved") {
