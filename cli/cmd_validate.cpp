@@ -266,7 +266,8 @@ Runner add_validate(CLI::App& app) {
   cmd->add_option("--write-bands", o->bands, "With --corpus --leave-one-source-out: write the 90 % error bands (YAML, the format of "
                                              "models/catalog/error_bands.yaml) to FILE");
   cmd->add_option("--export-scenario", o->export_row, "With --corpus: print the scenario micsim builds from the corpus row with this id "
-                                                     "(YAML, for `micsim simulate`), its source and published value, and stop");
+                                                     "(YAML, for `micsim simulate`), its source and published value, and stop")
+      ->check(CLI::Validator([](std::string& v) { return v.empty() ? std::string("an empty id") : std::string(); }, "ID", "non-empty"));
   cmd->add_option("--instance", o->instance, "Instance for logs (CSV rows name their cluster)");
   cmd->add_option("--calibration", o->calibration, "Calibration file to apply");
   cmd->add_option("--op", o->op, "Collective of a log that does not name it");

@@ -269,6 +269,14 @@ TEST_CASE("validate --export-scenario: a corpus row's scenario simulates to the 
   CHECK(unknown.output.find("no corpus row has this id") != std::string::npos);
   CHECK(unknown.output.find("mosaicml-a100-30b-s2048-g8-a100_80gb-mb3") != std::string::npos);
   CHECK(micsim::test::run_cli("validate --export-scenario x").status == 2);
+  CHECK(micsim::test::run_cli("validate --corpus " + dir + " --export-scenario ''").status == 2);
+  // A corpus directory that is missing, not a directory, or holds no rows: exit 2 with the reason.
+  auto missing = micsim::test::run_cli("validate --corpus " + micsim::test::temp_path("no-such-corpus"));
+  CHECK(missing.status == 2);
+  CHECK(missing.output.find("expected the training-corpus directory") != std::string::npos);
+  auto empty = micsim::test::run_cli("validate --corpus " + micsim::test::temp_dir("empty-corpus"));
+  CHECK(empty.status == 2);
+  CHECK(empty.output.find("no training-corpus rows") != std::string::npos);
 }
 
 TEST_CASE("error bands: every result carries a 90 % interval around its prediction") {

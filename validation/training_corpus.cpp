@@ -102,6 +102,9 @@ std::optional<double> tokens_per_gpu(const std::string& metric, double value, co
 
 std::vector<std::string> corpus_files(const std::string& dir) {
   std::vector<std::string> out;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw InputError({dir, 0, 0}, "", "expected the training-corpus directory (its *.csv files; validation/data/training-corpus)");
   for (const auto& e : fs::directory_iterator(dir))
     if (e.path().extension() == ".csv") out.push_back(e.path().string());
   std::sort(out.begin(), out.end());
@@ -312,6 +315,7 @@ std::vector<CorpusRow> load_training_corpus(const std::string& dir) {
       out.push_back(row);
     }
   }
+  if (out.empty()) throw InputError({dir, 0, 0}, "", "no training-corpus rows here (expected *.csv files in the corpus format, validation/data/training-corpus/README.md)");
   return out;
 }
 
