@@ -130,6 +130,9 @@ Runner add_calibrate(CLI::App& app) {
                            half(k.causal_sweep_rows, k.efficiency.seq_half.causal), half(k.full_sweep_rows, k.efficiency.seq_half.full),
                            k.forward_rows, k.backward_rows, k.causal_sweep_rows, k.full_sweep_rows);
       }
+      // Nothing measured on this GPU: a calibration file that changes nothing would look like a fit.
+      if (kf.calibration.empty() && kf.attention_kernels.empty())
+        throw InputError({o->kernels, 0, 0}, "", fmt::format("no kernel measurement of {} (or its family) here: nothing to fit", inst.gpu.name));
       c.overlay(kf.calibration);
       sources.push_back("published kernel measurements: " + join_choices(kf.files));
     }

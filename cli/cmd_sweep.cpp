@@ -43,6 +43,16 @@ Runner add_sweep(CLI::App& app) {
     spec.mode = o->weak ? ScalingMode::Weak : o->strong ? ScalingMode::Strong : ScalingMode::AsGiven;
     spec.engine = o->engine == "simgrid" ? EngineKind::SimGrid : EngineKind::Analytic;
     spec.threads = o->threads;
+    // A --vary key the scenario schema does not know is a typo, not a configuration to report per row.
+    for (const auto& [key, values] : spec.vary) {
+      std::vector<std::string> sets = o->sets;
+      sets.push_back(key + "=" + values.front());
+      try {
+        load_scenario(o->scenario, sets);
+      } catch (const InputError& e) {
+        if (e.detail().rfind("unknown key", 0) == 0) throw InputError({"--vary " + key, 0, 0}, e.key(), e.detail());
+      }
+    }
     {
       OutputPlan outputs;
       outputs.input(o->scenario);

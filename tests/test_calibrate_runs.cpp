@@ -112,3 +112,15 @@ TEST_CASE("calibrate --runs: bad runs files are errors with file:line, exit 2, a
   bad("scenario,tokens_per_s_per_gpu,step_time_s\np4d.yaml,5,2\n", "one measurement per run");
   bad("scenario,tokens_per_s_per_gpu\np4d.yaml,5000\n", "simulates instance 'p4d.24xlarge'");
 }
+
+TEST_CASE("calibrate --kernels: a missing directory, or one without this GPU's measurements, is exit 2 and writes nothing") {
+  const std::string dir = micsim::test::temp_dir("badkernels");
+  const std::string out = dir + "/never.yaml";
+  auto missing = run_cli("calibrate --kernels " + dir + "/no-such-dir --instance p5.48xlarge --out " + out);
+  CHECK(missing.status == 2);
+  CHECK(missing.output.find("expected a directory of kernel measurements") != std::string::npos);
+  auto empty = run_cli("calibrate --kernels " + micsim::test::temp_dir("nokernels") + " --instance p5.48xlarge --out " + out);
+  CHECK(empty.status == 2);
+  CHECK(empty.output.find("nothing to fit") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(out));
+}

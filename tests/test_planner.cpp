@@ -168,6 +168,11 @@ strategy: {kind: mics, partition_size: 8}
   CHECK(cli.output.find("does not fit in GPU memory") != std::string::npos);  // micro-batch 32 without checkpointing
   CHECK(cli.output.find(",ok\n") != std::string::npos);
   CHECK(run_cli("sweep " + path + " --vary nodes").status == 2);
+  // A misspelt key is an input error up front (with the schema's hint), not a table of failed rows; a
+  // known key with a bad value stays a row status (above).
+  auto typo = run_cli("sweep " + path + " --vary training.micro_bach=8,32 -q");
+  CHECK(typo.status == 2);
+  CHECK(typo.output.find("did you mean 'micro_batch'") != std::string::npos);
 }
 
 TEST_CASE("plan --checkpoint: stopped, killed mid-record and resumed, the output is the bytes of one uninterrupted run") {

@@ -125,6 +125,9 @@ std::optional<AttentionKernel> attention_kernel_of_impl(const std::string& impl)
 KernelFit fit_kernels(const GpuSpec& gpu, const std::string& data_dir) {
   KernelFit fit;
   const fs::path root(data_dir);
+  std::error_code ec;
+  if (!fs::is_directory(root, ec))
+    throw InputError({data_dir, 0, 0}, "", "expected a directory of kernel measurements (gemm/, attention/, hbm/ CSVs; validation/data)");
   // GEMMs: 16-bit rows fit the three GEMM terms; FP8 rows then give the FP8 efficiency.
   // Rows that name this exact GPU are preferred; its family's "unspecified" rows are used only when
   // there are none (they mix clocks, power caps and software stacks).
