@@ -69,7 +69,7 @@ Runner add_simulate(CLI::App& app) {
     EngineKind engine = sc.engine;
     if (!o->engine.empty()) engine = o->engine == "analytic" ? EngineKind::Analytic : EngineKind::SimGrid;
     if (engine == EngineKind::Analytic && !sc.what_if.empty())
-      std::cerr << "micsim: warning: what_if (slow nodes, degraded links) needs --engine simgrid; the analytic engine ignores it\n";
+      std::cerr << "micsim: warning: what_if (slow nodes, degraded links, jitter seed) needs --engine simgrid; the analytic engine ignores it\n";
     // A trace draws every micro-step (up to --trace-micro-steps); otherwise identical middle
     // micro-steps are extrapolated (same step time, less work).
     PrepareOptions popt;

@@ -77,7 +77,7 @@ class Run {
     // uses the expectation of the same maximum over all ranks.
     const double cv = p.compute_calibration.jitter_cv;
     if (cv > 0) {
-      std::mt19937_64 rng(0x6d696373696dULL);  // "micsim"
+      std::mt19937_64 rng(p.scenario.what_if.jitter_seed.value_or(0x6d696373696dULL));  // default: "micsim"
       std::normal_distribution<double> z(0.0, 1.0);
       for (int n = 0; n < world_nodes_; ++n) {
         double slowest = -1e300;

@@ -31,7 +31,10 @@ struct SlowNode {
 struct WhatIf {
   std::vector<SlowNode> slow_nodes;
   std::vector<Degradation> degraded;
-  bool empty() const { return slow_nodes.empty() && degraded.empty(); }
+  // Seed of the SimGrid engine's per-node jitter draws (absent: micsim's fixed seed). One seed is one
+  // draw of which nodes run slow; a few seeds show how much a result depends on it.
+  std::optional<uint64_t> jitter_seed;
+  bool empty() const { return slow_nodes.empty() && degraded.empty() && !jitter_seed; }
 };
 
 struct ClusterSpec {

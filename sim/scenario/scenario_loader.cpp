@@ -406,8 +406,9 @@ void check_fp8_all_gather(const YamlNode& strategy, Scenario& sc) {
 
 WhatIf parse_what_if(const YamlNode& n, const ClusterSpec& c) {
   // Single entries as mappings (so --set what_if.slow_node.node=3 works) or lists of them.
-  n.check_keys({"slow_node", "degraded_nic", "degraded_nvlink", "degraded_uplink"});
+  n.check_keys({"slow_node", "degraded_nic", "degraded_nvlink", "degraded_uplink", "jitter_seed"});
   WhatIf w;
+  if (auto s = n.get("jitter_seed")) w.jitter_seed = static_cast<uint64_t>(s->as_int_in(0, int64_t(1) << 53));
   auto each = [](const YamlNode& node, const std::function<void(const YamlNode&)>& f) {
     if (node.is_sequence()) for (const auto& item : node.items()) f(item);
     else f(node);
