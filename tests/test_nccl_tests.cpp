@@ -75,6 +75,49 @@ TEST_CASE("published CSV rows: derived values when only busbw was published") {
   CHECK(*t == doctest::Approx(rows.back().bytes * busbw_factor(CollectiveOp::AllReduce, 8) / *rows.back().busbw));
 }
 
+TEST_CASE("NCCL_ALGO / NCCL_PROTO a run forced: read off its source or log, and the prediction runs them") {
+  // The forms published runs use: an env assignment in a command line, NCCL's own INFO line, the
+  // per-operation syntax; lists and exclusions leave NCCL (and micsim) more than one choice.
+  auto c = forced_choice("NCCL_ALGO=Ring NCCL_PROTO=LL128 all_reduce_perf -b 1g", CollectiveOp::AllReduce);
+  CHECK(c.algorithm == NcclAlgorithm::Ring);
+  CHECK(c.protocol == Protocol::LL128);
+  c = forced_choice("host:1:1 [0] NCCL INFO NCCL_ALGO set by environment to Tree", CollectiveOp::AllReduce);
+  CHECK(c.algorithm == NcclAlgorithm::Tree);
+  CHECK_FALSE(c.protocol);
+  CHECK(forced_choice("NCCL_ALGO=allreduce:nvlstree", CollectiveOp::AllReduce).algorithm == NcclAlgorithm::NVLSTree);
+  CHECK_FALSE(forced_choice("NCCL_ALGO=allreduce:nvlstree", CollectiveOp::AllGather).algorithm);
+  CHECK_FALSE(forced_choice("NCCL_ALGO=Ring,Tree NCCL_PROTO=^LL128", CollectiveOp::AllReduce).algorithm);
+  CHECK_FALSE(forced_choice("NCCL_ALGO=Ring,Tree NCCL_PROTO=^LL128", CollectiveOp::AllReduce).protocol);
+  CHECK_FALSE(forced_choice("no environment here", CollectiveOp::AllReduce).algorithm);
+  // The published rows that forced one (nccl-tests#322: Ring + LL128; dstack's A3 High: Ring + Simple).
+  const std::string dir = std::string(MICSIM_SOURCE_DIR) + "/validation/data/nccl-tests/";
+  auto big = load_nccl_tests(dir + "github_issue_nccl_tests_322_h100_128_nodes.csv");
+  REQUIRE(!big.empty());
+  CHECK(big[0].forced.algorithm == NcclAlgorithm::Ring);
+  CHECK(big[0].forced.protocol == Protocol::LL128);
+  int forced = 0, free = 0;
+  for (const auto& r : load_nccl_tests(dir + "dstack_docs_examples.csv")) {
+    const bool says = r.source.find("NCCL_PROTO=Simple") != std::string::npos;
+    CHECK(r.forced.protocol.has_value() == says);
+    if (says) CHECK(r.forced.algorithm == NcclAlgorithm::Ring);
+    (says ? forced : free) += 1;
+  }
+  CHECK(forced >= 10);  // the A3 High tab's TCPX rows
+  CHECK(free >= 10);    // the A3 Mega tab's
+  // A 4-node p5 all_reduce of 64 KiB, free (NCCL's cost model picks a tree here) and forced to a ring:
+  // the forced row is predicted as the ring, the free one as the cheapest candidate.
+  NcclTestRow row;
+  row.op = CollectiveOp::AllReduce, row.op_known = true, row.ranks = 32, row.nodes = 4, row.bytes = 65536, row.time_s = 1e-4;
+  NetworkParams net = NetworkParams::from_instance(HardwareCatalog::builtin().instance("p5.48xlarge"));
+  const double free_t = predict_time(net, row);
+  row.forced.algorithm = NcclAlgorithm::Ring;
+  const double ring_t = predict_time(net, row);
+  const auto ring = CollectiveModel(net).estimate(row.op, row.bytes, GroupLayout::make(32, 4), row.forced);
+  CHECK(ring.algorithm == NcclAlgorithm::Ring);
+  CHECK(ring_t == doctest::Approx(ring.time_s));
+  CHECK(ring_t >= free_t);
+}
+
 TEST_CASE("micsim collective prints nccl-tests' layout that the parser reads back") {
   std::string out = micsim::test::temp_path("coll.txt");
   auto r = run_cli("collective --instance p4d.24xlarge --nodes 4 --op all_gather -b 8 -e 8G -f 2 > " + out);

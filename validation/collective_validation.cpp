@@ -58,7 +58,7 @@ ErrorSummary summarize_errors(const std::vector<double>& rel) {
 
 double predict_time(const NetworkParams& net, const NcclTestRow& row) {
   CollectiveModel m(net);
-  return m.estimate(row.op, row.bytes, GroupLayout::make(row.ranks, row.nodes)).time_s;
+  return m.estimate(row.op, row.bytes, GroupLayout::make(row.ranks, row.nodes), row.forced).time_s;
 }
 
 // A calibration is applied only to the instance it was measured on; other rows keep the defaults.
@@ -85,7 +85,7 @@ std::vector<CollectiveComparison> compare_collectives(const std::vector<NcclTest
     c.row = r;
     c.instance = inst;
     NetworkParams net = params_for(inst, cal);
-    c.estimate = CollectiveModel(net).estimate(r.op, r.bytes, GroupLayout::make(r.ranks, r.nodes));
+    c.estimate = CollectiveModel(net).estimate(r.op, r.bytes, GroupLayout::make(r.ranks, r.nodes), r.forced);
     if (r.bytes >= 1024.0 * 1024.0) {
       auto bus = r.busbw_or_derived();
       if (!bus || *bus <= 0) continue;

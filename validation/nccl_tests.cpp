@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <set>
 #include <sstream>
@@ -96,6 +98,53 @@ void set_op(NcclTestRow& r, const std::string& name) {
 }
 
 }  // namespace
+
+namespace {
+
+// The value after "NAME=" or "NAME set by environment to " in `text` ("" if neither is there).
+std::string env_value(const std::string& text, const std::string& name) {
+  for (const std::string& lead : {name + "=", name + " set by environment to "}) {
+    const size_t at = text.find(lead);
+    if (at == std::string::npos) continue;
+    size_t end = at + lead.size();
+    while (end < text.size() && !std::isspace(static_cast<unsigned char>(text[end])) && text[end] != ')' && text[end] != '"' &&
+           text[end] != '\'' && text[end] != ',')
+      ++end;
+    // A list ("Ring,Tree") is more than one choice: report it whole so the caller leaves it free.
+    if (end < text.size() && text[end] == ',') return text.substr(at + lead.size(), end - at - lead.size()) + ",";
+    return text.substr(at + lead.size(), end - at - lead.size());
+  }
+  return "";
+}
+
+// "allreduce:ring" names one operation's choice; a bare value applies to every operation.
+std::string for_operation(std::string v, CollectiveOp op) {
+  const size_t colon = v.find(':');
+  if (colon == std::string::npos) return v;
+  std::string name = v.substr(0, colon);
+  name.erase(std::remove(name.begin(), name.end(), '_'), name.end());
+  std::string mine = to_string(op);
+  mine.erase(std::remove(mine.begin(), mine.end(), '_'), mine.end());
+  return name == mine ? v.substr(colon + 1) : "";
+}
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+CollectiveChoice forced_choice(const std::string& text, CollectiveOp op) {
+  CollectiveChoice c;
+  const std::string algo = lower(for_operation(env_value(text, "NCCL_ALGO"), op));
+  if (!algo.empty() && algo.find_first_of(",^;") == std::string::npos)
+    c.algorithm = parse_nccl_algorithm(algo == "nvlstree" ? "nvls_tree" : algo);
+  const std::string proto = lower(env_value(text, "NCCL_PROTO"));
+  if (!proto.empty() && proto.find_first_of(",^;:") == std::string::npos)
+    c.protocol = parse_protocol(proto == "ll" ? "LL" : proto == "ll128" ? "LL128" : proto == "simple" ? "Simple" : proto);
+  return c;
+}
 
 std::vector<NcclTestRow> parse_nccl_tests_log(const std::string& text, const std::string& file,
                                               const NcclTestsOptions& opt) {
@@ -196,6 +245,7 @@ std::vector<NcclTestRow> parse_nccl_tests_log(const std::string& text, const std
     set_op(r, op);
     r.ranks = nr;
     r.nodes = nn;
+    r.forced = forced_choice(text, r.op);
   }
   return rows;
 }
@@ -235,6 +285,7 @@ std::vector<NcclTestRow> parse_nccl_tests_csv(const std::string& text, const std
     if (auto x = num("algbw_GBps", false)) r.algbw = *x * 1e9;
     if (auto x = num("busbw_GBps", false)) r.busbw = *x * 1e9;
     if (r.ranks % r.nodes != 0) throw InputError({file, row.line, 0}, "gpus", "expected a multiple of nodes (the same GPUs on every node)");
+    r.forced = forced_choice(r.source, r.op);
     check_measurement(r, file, row.line);
     if (r.bytes > 0) rows.push_back(r);  // 0-byte rows measure nothing
   }

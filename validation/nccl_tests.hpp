@@ -22,6 +22,9 @@ struct NcclTestRow {
   std::optional<double> algbw;    // bytes/s
   std::string cluster;            // CSV only
   std::string source;             // CSV: citation; log: file name
+  // NCCL_ALGO / NCCL_PROTO the run forced (read off the CSV's source text or the log's command and
+  // "set by environment" lines): the prediction runs the same algorithm and protocol.
+  CollectiveChoice forced;
   std::string file;
   int line = 0;
   // Time, or derived from busbw/algbw when only those were published.
@@ -34,6 +37,12 @@ struct NcclTestsOptions {
   int ranks = 0;         // force when the log has no "Rank ... on HOST" lines
   int nodes = 0;
 };
+
+// The algorithm and protocol a run forced through NCCL_ALGO / NCCL_PROTO, as written in `text` (a
+// command line, "NCCL_ALGO=Ring", or NCCL's "NCCL_ALGO set by environment to Ring"), for operation `op`.
+// Only a single choice counts: lists ("Ring,Tree"), exclusions ("^LL128") and values of other
+// operations ("allgather:ring" for an all_reduce) leave the choice free, as they leave NCCL more than one.
+CollectiveChoice forced_choice(const std::string& text, CollectiveOp op);
 
 // A text log or a CSV file (decided by content). Errors are InputError with file:line.
 std::vector<NcclTestRow> load_nccl_tests(const std::string& path, const NcclTestsOptions& opt = {});
