@@ -49,8 +49,10 @@ Runner add_sweep(CLI::App& app) {
       sets.push_back(key + "=" + values.front());
       try {
         load_scenario(o->scenario, sets);
-      } catch (const InputError& e) {
-        if (e.detail().rfind("unknown key", 0) == 0) throw InputError({"--vary " + key, 0, 0}, e.key(), e.detail());
+      } catch (const UnknownKeyError& e) {
+        throw InputError({"--vary " + key, 0, 0}, e.key(), e.detail());
+      } catch (const InputError&) {
+        // A known key with a value this scenario refuses: reported on its row.
       }
     }
     {

@@ -101,48 +101,48 @@ void set_op(NcclTestRow& r, const std::string& name) {
 
 namespace {
 
-// The value after "NAME=" or "NAME set by environment to " in `text` ("" if neither is there).
+// The token after "NAME=" or "NAME set by environment to " in `text` ("" if neither is there), without
+// the punctuation a citation puts after it ("NCCL_ALGO=Ring, ..."); a list keeps its inner commas.
 std::string env_value(const std::string& text, const std::string& name) {
   for (const std::string& lead : {name + "=", name + " set by environment to "}) {
     const size_t at = text.find(lead);
     if (at == std::string::npos) continue;
-    size_t end = at + lead.size();
-    while (end < text.size() && !std::isspace(static_cast<unsigned char>(text[end])) && text[end] != ')' && text[end] != '"' &&
-           text[end] != '\'' && text[end] != ',')
-      ++end;
-    // A list ("Ring,Tree") is more than one choice: report it whole so the caller leaves it free.
-    if (end < text.size() && text[end] == ',') return text.substr(at + lead.size(), end - at - lead.size()) + ",";
-    return text.substr(at + lead.size(), end - at - lead.size());
+    const size_t from = at + lead.size();
+    const size_t end = text.find_first_of(" \t\n\r\"')", from);
+    std::string v = text.substr(from, end == std::string::npos ? std::string::npos : end - from);
+    while (!v.empty() && (v.back() == ',' || v.back() == ';' || v.back() == '.')) v.pop_back();
+    return v;
   }
   return "";
 }
 
-// "allreduce:ring" names one operation's choice; a bare value applies to every operation.
-std::string for_operation(std::string v, CollectiveOp op) {
-  const size_t colon = v.find(':');
-  if (colon == std::string::npos) return v;
-  std::string name = v.substr(0, colon);
-  name.erase(std::remove(name.begin(), name.end(), '_'), name.end());
-  std::string mine = to_string(op);
-  mine.erase(std::remove(mine.begin(), mine.end(), '_'), mine.end());
-  return name == mine ? v.substr(colon + 1) : "";
-}
-
-std::string lower(std::string s) {
+// Lower case without underscores: NCCL's spellings ("NVLSTree", "allreduce") against micsim's
+// ("nvls_tree", "all_reduce").
+std::string canonical(std::string s) {
+  s.erase(std::remove(s.begin(), s.end(), '_'), s.end());
   for (auto& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
   return s;
+}
+
+// One choice for `op`, or "" when the value leaves NCCL more than one: a list ("Ring,Tree"), an
+// exclusion ("^LL128"), or another operation's ("allgather:ring"). "allreduce:ring" names one operation.
+std::string single_choice(const std::string& v, CollectiveOp op) {
+  std::string choice = v;
+  if (const size_t colon = v.find(':'); colon != std::string::npos)
+    choice = canonical(v.substr(0, colon)) == canonical(to_string(op)) ? v.substr(colon + 1) : "";
+  return choice.find_first_of(",^;:") == std::string::npos ? canonical(choice) : "";
 }
 
 }  // namespace
 
 CollectiveChoice forced_choice(const std::string& text, CollectiveOp op) {
   CollectiveChoice c;
-  const std::string algo = lower(for_operation(env_value(text, "NCCL_ALGO"), op));
-  if (!algo.empty() && algo.find_first_of(",^;") == std::string::npos)
-    c.algorithm = parse_nccl_algorithm(algo == "nvlstree" ? "nvls_tree" : algo);
-  const std::string proto = lower(env_value(text, "NCCL_PROTO"));
-  if (!proto.empty() && proto.find_first_of(",^;:") == std::string::npos)
-    c.protocol = parse_protocol(proto == "ll" ? "LL" : proto == "ll128" ? "LL128" : proto == "simple" ? "Simple" : proto);
+  if (const std::string a = single_choice(env_value(text, "NCCL_ALGO"), op); !a.empty())
+    for (auto x : {NcclAlgorithm::Ring, NcclAlgorithm::Tree, NcclAlgorithm::NVLS, NcclAlgorithm::NVLSTree})
+      if (canonical(to_string(x)) == a) c.algorithm = x;
+  if (const std::string p = single_choice(env_value(text, "NCCL_PROTO"), op); !p.empty())
+    for (auto x : {Protocol::LL, Protocol::LL128, Protocol::Simple})
+      if (canonical(to_string(x)) == p) c.protocol = x;
   return c;
 }
 

@@ -40,7 +40,8 @@ struct NcclTestsOptions {
 
 // The algorithm and protocol a run forced through NCCL_ALGO / NCCL_PROTO, as written in `text` (a
 // command line, "NCCL_ALGO=Ring", or NCCL's "NCCL_ALGO set by environment to Ring"), for operation `op`.
-// Only a single choice counts: lists ("Ring,Tree"), exclusions ("^LL128") and values of other
+// Names match case- and underscore-blind ("NVLSTree" = nvls_tree); "allreduce:ring" applies to one
+// operation. Only a single choice counts: lists ("Ring,Tree"), exclusions ("^LL128") and values of other
 // operations ("allgather:ring" for an all_reduce) leave the choice free, as they leave NCCL more than one.
 CollectiveChoice forced_choice(const std::string& text, CollectiveOp op);
 

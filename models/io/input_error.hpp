@@ -27,6 +27,13 @@ class InputError : public std::runtime_error {
   std::string detail_;
 };
 
+// A key the schema does not know (YamlNode::check_keys): a typo, which callers that try keys (sweep's
+// --vary) tell apart from a known key with a bad value.
+class UnknownKeyError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
 // "did you mean" hint: the closest candidate within a small edit distance, or "".
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
 

@@ -203,7 +203,7 @@ void YamlNode::check_keys(const std::vector<std::string>& allowed) const {
     if (!hint.empty()) msg += fmt::format(" (did you mean '{}'?)", hint);
     msg += "; allowed: " + join_choices(allowed);
     YamlNode key_node(it->first, child_path(key), src_);
-    throw InputError(key_node.location(), shorten_for_message(child_path(key)), msg);
+    throw UnknownKeyError(key_node.location(), shorten_for_message(child_path(key)), msg);
   }
 }
 

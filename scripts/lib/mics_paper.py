@@ -101,23 +101,25 @@ def headline():
                                                                   engine)
     per_gpu = lambda r: r["samples_per_s"] / r["world_size"]
     print("== Headline: BERT-10B on 16 p3dn.24xlarge (128 V100), micro-batch 8 x 4 accumulation steps, MiCS p = 8")
+    def point(engine):
+        """MiCS and ZeRO-3 at 128 GPUs, and each one's per-GPU throughput at 128 over 16 GPUs."""
+        m, z = at("mics", 16, engine=engine), at("zero3", 16, engine=engine)
+        return m, z, per_gpu(m) / per_gpu(at("mics", 2, engine=engine)), per_gpu(z) / per_gpu(at("zero3", 2, engine=engine))
+
     # Both engines, each with its verdict: the analytic engine (critical path, contention in closed form,
     # jitter in expectation) ranks; the SimGrid engine (flows on the cluster's links, a sampled per-node
     # jitter factor with a fixed seed) is the one the planner refines with (docs/model.md sec 6).
-    for engine in ("analytic", "simgrid"):
-        m16, z16 = at("mics", 16, engine=engine), at("zero3", 16, engine=engine)
-        m2, z2 = at("mics", 2, engine=engine), at("zero3", 2, engine=engine)
-        r = m16["samples_per_s"] / z16["samples_per_s"]
-        e = (per_gpu(m16) / per_gpu(m2)) / (per_gpu(z16) / per_gpu(z2))
-        if engine == "analytic":
-            mics, zero3, ratio, em, ez = m16, z16, r, per_gpu(m16) / per_gpu(m2), per_gpu(z16) / per_gpu(z2)
-            print(f"   framework: DeepSpeed 0.5.4 ({zero3['framework']}) for ZeRO-3; the MiCS prototype ({mics['framework']}) for MiCS")
-        print(f"   {engine + ' engine:':<17}MiCS {m16['samples_per_s']:.1f} samples/s ({m16['tflops_per_gpu']:.1f} TFLOPS/GPU), "
-              f"ZeRO-3 {z16['samples_per_s']:.1f} samples/s ({z16['tflops_per_gpu']:.1f} TFLOPS/GPU)")
+    points = {engine: point(engine) for engine in ("analytic", "simgrid")}
+    mics, zero3, em, ez = points["analytic"]
+    ratio = mics["samples_per_s"] / zero3["samples_per_s"]
+    print(f"   framework: DeepSpeed 0.5.4 ({zero3['framework']}) for ZeRO-3; the MiCS prototype ({mics['framework']}) for MiCS")
+    for engine, (m, z, pm, pz) in points.items():
+        r = m["samples_per_s"] / z["samples_per_s"]
+        print(f"   {engine + ' engine:':<17}MiCS {m['samples_per_s']:.1f} samples/s ({m['tflops_per_gpu']:.1f} TFLOPS/GPU), "
+              f"ZeRO-3 {z['samples_per_s']:.1f} samples/s ({z['tflops_per_gpu']:.1f} TFLOPS/GPU)")
         print(f"   {'':<17}MiCS / ZeRO-3 throughput {r:.2f}x vs {HEADLINE['throughput_ratio']}x: {verdict(r, HEADLINE['throughput_ratio'])}")
-        print(f"   {'':<17}scaling efficiency 16 -> 128 GPUs: MiCS {100 * per_gpu(m16) / per_gpu(m2):.1f} %, ZeRO-3 "
-              f"{100 * per_gpu(z16) / per_gpu(z2):.1f} %, ratio {e:.2f}x vs {HEADLINE['efficiency_ratio']}x: "
-              f"{verdict(e, HEADLINE['efficiency_ratio'])}")
+        print(f"   {'':<17}scaling efficiency 16 -> 128 GPUs: MiCS {100 * pm:.1f} %, ZeRO-3 {100 * pz:.1f} %, ratio {pm / pz:.2f}x vs "
+              f"{HEADLINE['efficiency_ratio']}x: {verdict(pm / pz, HEADLINE['efficiency_ratio'])}")
     print("   (below: the analytic engine)")
     # The paper does not name its baseline's DeepSpeed version. 0.5.4 is the profile of the authors'
     # experiment branch (zarzen/DeepSpeedExamples branch-v0.3.16-47ec97e: DeepSpeed 0.3.16, the same
