@@ -53,6 +53,7 @@ static PreparedSimulation prepare_stage(const Scenario& sc, const PrepareOptions
   wo.fp8 = sc.training.fp8;
   wo.checkpointing = sc.training.checkpointing;
   wo.checkpoint_every = sc.training.checkpoint_every;
+  wo.recompute_early_stop = sc.training.recompute_early_stop.value_or(sc.strategy.framework && sc.strategy.framework->recompute_early_stop);
   wo.mp = sc.parallelism;
   wo.stage = stage;
   p.layout = make_layout(sc.strategy, sc.cluster.nodes, sc.cluster.instance.gpus_per_node, sc.parallelism);
@@ -257,7 +258,8 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
   }
   r.model_flops_per_step = model_flops_per_token(sc.model, p.workload.params, sc.training.seq_len) * tokens;
   r.hw_flops_per_step =
-      hardware_flops_per_token(sc.model, p.workload.params, sc.training.seq_len, sc.training.checkpointing, sc.training.checkpoint_every) * tokens;
+      hardware_flops_per_token(sc.model, p.workload.params, sc.training.seq_len, sc.training.checkpointing, sc.training.checkpoint_every,
+                               recompute_skips_mlp_down(p.workload.options)) * tokens;
   r.peak_tflops_per_gpu = sc.cluster.instance.gpu.peak(sc.training.precision) / 1e12;
   r.tflops_per_gpu = r.model_flops_per_step / tl.iteration_time_s / r.world_size / 1e12;
   r.hw_tflops_per_gpu = r.hw_flops_per_step / tl.iteration_time_s / r.world_size / 1e12;
@@ -357,6 +359,17 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
     r.sources.push_back("FP8 all-gather of the blocks' linear weights (strategy.fp8_all_gather): 1 byte per weight on the wire and in "
                         "the gathered buffer, each rank casting only its shard (torchao float8 fsdp_pre_all_gather; Megatron-FSDP "
                         "fp8_param_gather)");
+  if (sc.training.checkpointing == Checkpointing::Full || sc.training.checkpointing == Checkpointing::SelectiveLayer) {
+    const WorkloadOptions& wo = p.workload.options;
+    const char* from = sc.training.recompute_early_stop ? "training.recompute_early_stop" : "framework profile";
+    r.sources.push_back(
+        recompute_skips_mlp_down(wo)
+            ? fmt::format("recompute: a checkpointed block stops at the last tensor its backward needs, its MLP down GEMM and residual "
+                          "add not rerun (PyTorch >= 2.1 non-reentrant checkpoint, early stop; {})", from)
+        : wo.recompute_early_stop
+            ? fmt::format("recompute: the whole block forward, early stop notwithstanding: an eager FP8 linear saves after its GEMM ({})", from)
+            : fmt::format("recompute: the whole block forward (reentrant checkpoint or PyTorch < 2.1; {})", from));
+  }
   r.sources.push_back("FLOPs: 6N + 12·L·h·s per token (PaLM convention, non-causal attention, no recompute)");
   r.sources.push_back(r.interval_source);
   r.sources.push_back("activations: Korthikanti et al. 2022 (arXiv 2205.05198), generalised");

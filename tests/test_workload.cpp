@@ -205,3 +205,32 @@ TEST_CASE("torchtitan's per-op checkpointing recomputes wk, wo, w3 and the eleme
   // input h, wq h, wv kv, w1 f, w2 h, attention output h (+ fp32 log-sum-exp per head and token)
   CHECK(kept == doctest::Approx(2.0 * T * (4 * h + kv + f) + 4.0 * m.heads * T));
 }
+
+TEST_CASE("early-stopped recompute: a full block's forward less its MLP down GEMM; an eager FP8 linear still runs it") {
+  const ModelSpec& m = *find_model_preset("llama3-8b");
+  WorkloadOptions o;
+  o.micro_batch = 2, o.seq_len = 4096, o.checkpointing = Checkpointing::Full, o.precision = Precision::BF16;
+  const double T = double(o.micro_batch * o.seq_len), down = 2.0 * T * double(m.hidden) * double(m.ffn);
+  auto recompute_flops = [&](const WorkloadOptions& opt) { return build_workload(m, opt).units[1].recompute.flops(); };
+  auto forward_flops = [&](const WorkloadOptions& opt) { return build_workload(m, opt).units[1].forward.flops(); };
+  CHECK(recompute_flops(o) == forward_flops(o));  // reentrant: the whole forward again
+  WorkloadOptions es = o;
+  es.recompute_early_stop = true;
+  CHECK(recompute_flops(es) == doctest::Approx(forward_flops(es) - down).epsilon(1e-12));
+  // The residual add after the down projection (read 2, write 1 hidden vectors) is not rerun either.
+  const Workload we = build_workload(m, es), wf = build_workload(m, o);
+  CHECK(wf.units[1].recompute.elementwise_bytes - we.units[1].recompute.elementwise_bytes == doctest::Approx(2.0 * T * 3.0 * m.hidden));
+  CHECK(we.units[1].recompute_whole_block);
+  // FP8 eager: torchao's float8 matmul is an autograd Function, which saves after its GEMM has run.
+  WorkloadOptions fp8 = es;
+  fp8.fp8 = true;
+  CHECK(recompute_flops(fp8) == forward_flops(fp8));
+  fp8.compile = true;  // the compiled backward graph recomputes only what it reads
+  CHECK(recompute_flops(fp8) == doctest::Approx(forward_flops(fp8) - down).epsilon(1e-12));
+  // Hardware FLOPs per token drop by the down projection of every checkpointed block.
+  const ParamCounts& p = we.params;
+  CHECK(hardware_flops_per_token(m, p, o.seq_len, Checkpointing::Full, 1, true) ==
+        doctest::Approx(hardware_flops_per_token(m, p, o.seq_len, Checkpointing::Full) - m.layers * 2.0 * m.hidden * m.ffn));
+  CHECK(hardware_flops_per_token(m, p, o.seq_len, Checkpointing::SelectiveLayer, 2, true) ==
+        doctest::Approx(hardware_flops_per_token(m, p, o.seq_len, Checkpointing::SelectiveLayer, 2) - (m.layers / 2) * 2.0 * m.hidden * m.ffn));
+}

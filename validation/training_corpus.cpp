@@ -213,6 +213,10 @@ std::vector<CorpusRow> load_training_corpus(const std::string& dir) {
       // llm-foundry runs on Composer, whose trainer keeps the logits in state.outputs (for its training
       // metrics) through the backward: Trainer._train_microbatch, self.state.outputs = self.state.model(batch).
       if (arch == "mpt") tr["logits_kept_through_backward"] = true;
+      // Whether full-block recomputation stops early (PyTorch >= 2.1 non-reentrant checkpoint), where a file
+      // states it per row (column recompute_early_stop); otherwise the framework profile's default.
+      const std::string early = f("recompute_early_stop");
+      if (early == "true" || early == "false") tr["recompute_early_stop"] = early == "true";
       const double every = num(f("checkpoint_every"));
       if (ck == "selective-layer") {
         tr["checkpoint_every"] = every > 0 ? int64_t(every) : 2;
@@ -298,6 +302,9 @@ std::vector<CorpusRow> load_training_corpus(const std::string& dir) {
       tr["seq_len"] = row.seq_len, tr["micro_batch"] = row.micro_batch, tr["global_batch"] = int64_t(num(f("GlobalBatchSize")));
       tr["precision"] = "bf16", tr["activation_checkpointing"] = row.checkpointing, tr["flash_attention"] = true;
       tr["logits_kept_through_backward"] = true;  // Composer, as for the llm-foundry rows above
+      // The b2a43a1 tables were measured on PyTorch 1.13 (its benchmarking README: "TODO: Update tables with
+      // torch 2.0"), whose non-reentrant checkpoint reruns the whole block: no early stop.
+      tr["recompute_early_stop"] = false;
       // submit_benchmarks.py --attn_impl default 'triton' (llm-foundry b2a43a1, the tables' commit):
       // flash_attn_triton.py on triton-pre-mlir.
       tr["attention_kernel"] = "triton";

@@ -19,7 +19,7 @@ Granularity parse_granularity(const YamlNode& n) {
 }
 
 FrameworkProfile parse_profile(const std::string& name, const YamlNode& n) {
-  n.check_keys({"description", "versions", "kinds", "gather", "reduce", "step", "host", "sources"});
+  n.check_keys({"description", "versions", "kinds", "gather", "reduce", "step", "recompute", "host", "sources"});
   FrameworkProfile p;
   p.name = name;
   p.family = name.rfind("deepspeed", 0) == 0 ? "deepspeed" : name;
@@ -54,6 +54,10 @@ FrameworkProfile parse_profile(const std::string& name, const YamlNode& n) {
   if (auto st = n.get("step")) {
     st->check_keys({"param_sync"});
     p.param_broadcast_per_rank = st->at("param_sync").as_choice({"all_gather", "broadcast_per_rank"}) == "broadcast_per_rank";
+  }
+  if (auto rc = n.get("recompute")) {
+    rc->check_keys({"early_stop"});
+    p.recompute_early_stop = rc->at("early_stop").as_bool();
   }
   YamlNode h = n.at("host");
   h.check_keys({"per_unit_us", "per_collective_us"});

@@ -45,6 +45,10 @@ struct FrameworkProfile {
   // After the optimizer step (ZeRO-1/2): every rank broadcasts its updated 16-bit shard, one broadcast
   // per rank (InternEvo's broadcast_params), instead of bucketed all-gathers of the whole buffer.
   bool param_broadcast_per_rank = false;
+  // Activation checkpointing: a block checkpointed in full stops its recomputation at the last tensor its
+  // backward needs (PyTorch's non-reentrant checkpoint since 2.1; workload.cpp early_stopped_recompute).
+  // training.recompute_early_stop overrides it for one run.
+  bool recompute_early_stop = false;
   // Host
   double host_per_unit_s = 0;
   double host_per_collective_s = 0;

@@ -196,6 +196,35 @@ static PassWork torchtitan_op_recompute(const ModelSpec& m, const WorkloadOption
   return r;
 }
 
+// A checkpointed block recomputed with early stop. PyTorch's non-reentrant checkpoint (use_reentrant=False,
+// checkpoint_wrapper's NO_REENTRANT) counts the tensors the block's forward saved and, since 2.1, stops
+// the recomputation when the last of them is rebuilt (torch.utils.checkpoint set_checkpoint_early_stop,
+// default on: pytorch/pytorch PR #96866, March 2023). The last saved tensors are the MLP down projection's
+// input and weight, saved by autograd before its GEMM runs: that GEMM and the residual add after it are not
+// recomputed. A custom autograd Function saves after its forward has run, so an FP8 linear (torchao
+// float8's matmul Function) still computes the GEMM, unless torch.compile's partitioner, which recomputes
+// only what the backward graph reads, compiled the block. Reentrant checkpoints (DeepSpeed, Megatron-LM,
+// InternEvo, PyTorch < 2.1) rerun the whole forward.
+bool recompute_skips_mlp_down(const WorkloadOptions& o) { return o.recompute_early_stop && (!o.fp8 || o.compile); }
+
+static PassWork early_stopped_recompute(const ModelSpec& m, const WorkloadOptions& o, const PassWork& fwd) {
+  PassWork r = fwd;
+  const int tp = o.mp.tp;
+  const int hsplit = o.mp.sequence_parallel && tp > 1 ? tp : 1;
+  const int64_t T = o.micro_batch * o.seq_len / o.mp.cp;
+  if (recompute_skips_mlp_down(o)) {
+    r.gemms.pop_back();  // MLP down: block_forward's last GEMM
+    if (o.fp8) {
+      const double weight_share = o.fp8_all_gather ? 1.0 / std::max(1, o.weight_shards) : 1.0;
+      const Gemm& down = fwd.gemms.back();
+      r.elementwise_bytes -= 5.0 * (double(down.m) * down.k + weight_share * double(down.k) * down.n);
+    }
+    r.kernels = std::max(1, r.kernels - 1);
+  }
+  r.elementwise_bytes -= bytes_per_element(o.precision) * double(T) * 3.0 * double(m.hidden) / hsplit;  // the residual add
+  return r;
+}
+
 static PassWork backward_of(const PassWork& fwd, bool flash) {
   PassWork b;
   b.fp8_gemms = fwd.fp8_gemms;
@@ -315,7 +344,10 @@ Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt) {
     u.tensors = tensors;
     u.forward = bf;
     u.backward = bb;
-    if (block_checkpointed(opt.checkpointing, opt.checkpoint_every, l)) u.recompute = bf;
+    if (block_checkpointed(opt.checkpointing, opt.checkpoint_every, l)) {
+      u.recompute = opt.recompute_early_stop ? early_stopped_recompute(model, opt, bf) : bf;
+      u.recompute_whole_block = true;
+    }
     else if (opt.checkpointing == Checkpointing::SelectiveOp) u.recompute = core;
     else if (opt.checkpointing == Checkpointing::TorchtitanOp) u.recompute = torchtitan_op_recompute(model, opt, bf);
     w.units.push_back(u);
@@ -364,17 +396,20 @@ double model_flops_per_token(const ModelSpec& m, const ParamCounts& p, int64_t s
   return 6.0 * double(p.total) + 12.0 * m.layers * double(m.hidden) * double(seq_len);
 }
 
-double hardware_flops_per_token(const ModelSpec& m, const ParamCounts& p, int64_t seq_len, Checkpointing c, int every) {
+double hardware_flops_per_token(const ModelSpec& m, const ParamCounts& p, int64_t seq_len, Checkpointing c, int every,
+                                bool skips_mlp_down) {
   const double base = model_flops_per_token(m, p, seq_len);
   const double attention_core = 4.0 * double(m.hidden) * double(seq_len);  // per block and token, forward
+  const double not_rerun = skips_mlp_down ? 2.0 * double(m.ffn) * double(m.hidden) : 0.0;  // per block and token
   switch (c) {
     case Checkpointing::None: return base;
-    case Checkpointing::Full: return 8.0 * double(p.total) + 16.0 * m.layers * double(m.hidden) * double(seq_len);
+    case Checkpointing::Full:
+      return 8.0 * double(p.total) + 16.0 * m.layers * double(m.hidden) * double(seq_len) - m.layers * not_rerun;
     case Checkpointing::SelectiveOp: return base + m.layers * attention_core;
     case Checkpointing::SelectiveLayer: {
       int checkpointed = 0;
       for (int l = 0; l < m.layers; ++l) checkpointed += block_checkpointed(c, every, l);
-      return base + checkpointed * (2.0 * double(p.per_layer) + attention_core);
+      return base + checkpointed * (2.0 * double(p.per_layer) + attention_core - not_rerun);
     }
     case Checkpointing::TorchtitanOp: {
       WorkloadOptions one;  // one token, no model parallelism

@@ -84,6 +84,7 @@ struct UnitWork {
   PassWork forward;
   PassWork backward;             // excludes recompute
   PassWork recompute;            // what backward recomputes first (empty: nothing)
+  bool recompute_whole_block = false;  // the whole block is checkpointed: it replays its tensor-parallel collectives
 };
 
 struct WorkloadOptions {
@@ -99,6 +100,9 @@ struct WorkloadOptions {
   CrossEntropy cross_entropy = CrossEntropy::Fused;  // how the loss is computed (its HBM traffic)
   Checkpointing checkpointing = Checkpointing::None;
   int checkpoint_every = 1;
+  // A block checkpointed in full stops its recomputation at the last tensor its backward needs (PyTorch's
+  // non-reentrant checkpoint since 2.1, and torch.compile's partitioner): see early_stopped_recompute.
+  bool recompute_early_stop = false;
   ModelParallelism mp;           // tp/cp split each unit's work; pp selects the stage (see build_workload)
   int stage = -1;                // with pp > 1: the pipeline stage built (0 = first); -1 = the last
 };
@@ -140,8 +144,13 @@ std::vector<int64_t> block_tensors(const ModelSpec& m);
 double model_flops_per_token(const ModelSpec& m, const ParamCounts& p, int64_t seq_len);
 // Hardware FLOPs per token add what the checkpointing policy recomputes (full: the blocks' forward,
 // 2·N + 4·L·h·s; selective-op: the attention core, 4·L·h·s; selective-layer: the forward of the
-// checkpointed blocks).
-double hardware_flops_per_token(const ModelSpec& m, const ParamCounts& p, int64_t seq_len, Checkpointing c, int every = 1);
+// checkpointed blocks), less the MLP down projection of each checkpointed block when the recompute stops
+// early (skips_mlp_down: recompute_skips_mlp_down).
+double hardware_flops_per_token(const ModelSpec& m, const ParamCounts& p, int64_t seq_len, Checkpointing c, int every = 1,
+                                bool skips_mlp_down = false);
+// Whether a block recomputed in full stops before its MLP down projection (early stop on, and not an FP8
+// linear run eagerly: a custom autograd Function saves after its GEMM).
+bool recompute_skips_mlp_down(const WorkloadOptions& o);
 // Blocks that a policy checkpoints in full (selective-layer: every k-th, starting with block 0).
 bool block_checkpointed(Checkpointing c, int every, int layer);
 

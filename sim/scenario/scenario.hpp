@@ -54,6 +54,7 @@ struct TrainingSpec {
   bool compile = false;                      // torch.compile: fused elementwise kernels, fewer launches
   Checkpointing checkpointing = Checkpointing::None;
   int checkpoint_every = 1;                  // selective-layer: every k-th block is checkpointed
+  std::optional<bool> recompute_early_stop;  // absent: the framework profile's (models/catalog/frameworks.yaml)
   bool activation_checkpointing() const { return checkpointing != Checkpointing::None; }
   Optimizer optimizer = Optimizer::Adam;
   bool flash_attention = false;   // default: true on Ampere and newer, false on Volta

@@ -122,7 +122,7 @@ ModelSpec parse_model(const YamlNode& n, std::vector<std::string>& inputs) {
 TrainingSpec parse_training(const YamlNode& n, const GpuSpec& gpu) {
   n.check_keys({"seq_len", "micro_batch", "global_batch", "grad_accumulation_steps", "precision", "activation_checkpointing",
                 "checkpoint_every", "optimizer", "flash_attention", "fused_kernels", "compile", "cross_entropy",
-                "logits_kept_through_backward", "attention_kernel"});
+                "logits_kept_through_backward", "attention_kernel", "recompute_early_stop"});
   TrainingSpec t;
   t.seq_len = n.at("seq_len").as_int_in(1, 1 << 22);
   t.micro_batch = n.at("micro_batch").as_int_in(1, 1 << 20);
@@ -159,6 +159,7 @@ TrainingSpec parse_training(const YamlNode& n, const GpuSpec& gpu) {
     t.checkpoint_every = int(k->as_int_in(1, 1 << 16));
   }
   if (auto c = n.get("compile")) t.compile = c->as_bool();
+  if (auto r = n.get("recompute_early_stop")) t.recompute_early_stop = r->as_bool();
   if (auto c = n.get("cross_entropy")) {
     const std::string ce = c->as_choice({"fused", "torch", "compiled"});
     t.cross_entropy = ce == "torch" ? CrossEntropy::Torch : ce == "compiled" ? CrossEntropy::Compiled : CrossEntropy::Fused;

@@ -161,7 +161,7 @@ class Builder {
           if (recompute) {
             rc = add_compute(TaskKind::Recompute, use.unit, m, deps);
             // A block recomputed in full replays its forward's tensor-parallel collectives.
-            if (unit.recompute.gemms.size() == unit.forward.gemms.size() && add_tensor_parallel(unit, m, rc, TaskKind::Recompute)) {
+            if (unit.recompute_whole_block && add_tensor_parallel(unit, m, rc, TaskKind::Recompute)) {
               bdeps.insert(bdeps.end(), mp_waits_.begin(), mp_waits_.end());
               mp_waits_.clear();
             }
