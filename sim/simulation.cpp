@@ -51,6 +51,7 @@ static PreparedSimulation prepare_stage(const Scenario& sc, const PrepareOptions
   wo.fused_kernels = sc.training.fused_kernels;
   wo.compile = sc.training.compile;
   wo.fp8 = sc.training.fp8;
+  wo.fp8_recipe = sc.training.fp8_recipe;
   wo.checkpointing = sc.training.checkpointing;
   wo.checkpoint_every = sc.training.checkpoint_every;
   wo.recompute_early_stop = sc.training.recompute_early_stop.value_or(sc.strategy.framework && sc.strategy.framework->recompute_early_stop);
@@ -370,6 +371,14 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
             ? fmt::format("recompute: the whole block forward, early stop notwithstanding: an eager FP8 linear saves after its GEMM ({})", from)
             : fmt::format("recompute: the whole block forward (reentrant checkpoint or PyTorch < 2.1; {})", from));
   }
+  if (sc.training.fp8)
+    r.sources.push_back(sc.training.fp8_recipe == Fp8Recipe::Delayed
+                            ? "FP8 casts, delayed scaling (training.fp8_recipe): one fused cast-transpose of each GEMM's input and weight "
+                              "in forward (4 bytes per element), the incoming gradient only in backward (Transformer Engine "
+                              "DelayedScaling, fp8_cast_transpose_fused; docs/model.md sec 1.3)"
+                            : "FP8 casts, dynamic scaling (training.fp8_recipe): an amax pass and a scaled copy of each GEMM's input and "
+                              "weight (5 bytes per element), twice that in backward (torchao float8 tensorwise, Transformer Engine current "
+                              "scaling; docs/model.md sec 1.3)");
   r.sources.push_back("FLOPs: 6N + 12·L·h·s per token (PaLM convention, non-causal attention, no recompute)");
   r.sources.push_back(r.interval_source);
   r.sources.push_back("activations: Korthikanti et al. 2022 (arXiv 2205.05198), generalised");

@@ -76,6 +76,30 @@ TEST_CASE("FP8: block GEMMs at the FP8 peak on Hopper; refused where there are n
   CHECK_THROWS_AS(llama("p4de.24xlarge", 1, {"training.precision=fp8"}), InputError);
 }
 
+TEST_CASE("FP8 recipes: delayed scaling's fused cast-transpose moves fewer bytes than dynamic scaling's amax pass and recasts") {
+  const ModelSpec& m = *find_model_preset("llama2-7b");
+  WorkloadOptions o;
+  o.micro_batch = 2, o.seq_len = 4096, o.precision = Precision::BF16, o.fp8 = true, o.compile = true;
+  const Workload dyn = build_workload(m, o);
+  o.fp8_recipe = Fp8Recipe::Delayed;
+  const Workload del = build_workload(m, o);
+  // Closed forms per block (TE te.Linear: input and weight cast-transposed in forward, 4 bytes per element;
+  // the incoming gradient in backward, m x n at 4 bytes; dynamic: 5 bytes, backward twice the forward).
+  double fwd_in = 0, fwd_w = 0, bwd_out = 0;
+  for (const auto& g : dyn.units[1].forward.gemms)
+    fwd_in += double(g.m) * g.k, fwd_w += double(g.k) * g.n, bwd_out += double(g.m) * g.n;
+  CHECK(dyn.units[1].forward.elementwise_bytes - del.units[1].forward.elementwise_bytes == doctest::Approx(fwd_in + fwd_w));
+  CHECK(dyn.units[1].backward.elementwise_bytes - del.units[1].backward.elementwise_bytes ==
+        doctest::Approx(10.0 * (fwd_in + fwd_w) - 4.0 * bwd_out));
+  CHECK(del.units[1].forward.flops() == dyn.units[1].forward.flops());  // the same GEMMs, in FP8 either way
+  // A step runs faster with the lighter casts; the recipe needs fp8.
+  auto dynamic = run(llama("p5.48xlarge", 1, {"training.compile=true", "training.precision=fp8"}, 4096, 2));
+  auto delayed = run(llama("p5.48xlarge", 1, {"training.compile=true", "training.precision=fp8", "training.fp8_recipe=delayed"}, 4096, 2));
+  CHECK(delayed.iteration_time_s < dynamic.iteration_time_s);
+  CHECK(delayed.model_flops_per_step == dynamic.model_flops_per_step);
+  CHECK_THROWS_AS(llama("p5.48xlarge", 1, {"training.fp8_recipe=delayed"}), InputError);  // bf16: no FP8 casts
+}
+
 TEST_CASE("causal attention: fused kernels skip the masked half; BERT attends both ways") {
   const GpuSpec& gpu = HardwareCatalog::builtin().instance("p5.48xlarge").gpu;
   ComputeModel m(gpu, Precision::BF16, ComputeCalibration::defaults_for(gpu));

@@ -147,7 +147,7 @@ TEST_CASE("MiCS paper headline by mechanism: BERT-10B on 128 p3dn GPUs, MiCS / Z
   // The SimGrid engine (flows on the links; one seeded per-node jitter draw that persists through the
   // step, so a MiCS group's four micro-steps do not average its noise out as the analytic engine's
   // transient model does): 3.19x (+13 %) and 1.40x (+10 %), both within the issue's 15 % (3.16-3.20x and
-  // 1.39-1.44x over eight other seeds, 2026-12-04).
+  // 1.39-1.45x over eight other seeds, 2026-12-04).
   auto des = [&](const char* kind, int nodes) {
     return simulate_simgrid(prepare_simulation(scenario("p3dn.24xlarge", nodes, "bert-10b", kind, 8, 8 * 8 * nodes * 4,
                                                         {"strategy.framework=deepspeed", "strategy.version=0.5.4", "strategy.partition_size=8"})));

@@ -106,6 +106,28 @@ static double score_elementwise_bytes(const ModelSpec& m, const WorkloadOptions&
   return score_elements(m, o) * (2 * e + (m.dropout ? 2 * e + 1 : 0));
 }
 
+// HBM bytes the forward's FP8 casts of one GEMM move (its input m x k and weight k x n).
+// Dynamic scaling: an amax pass and a scaled copy, read 2 + read 2 + write 1 bytes per element, as torchao
+// float8 (tensorwise) and Transformer Engine's current scaling do. Delayed scaling (Transformer Engine's
+// DelayedScaling, the scale from an amax history): one fused cast-transpose, read 2 + write 1 + write 1
+// (transformer_engine fp8_cast_transpose_fused in te.Linear's forward). With FP8 all-gather the weight
+// arrives in FP8: each rank cast only its shard, before the gather (torchao
+// WeightWithDynamicFloat8CastTensor.fsdp_pre_all_gather; Megatron fp8_param_gather).
+static double fp8_forward_cast_bytes(const Gemm& g, const WorkloadOptions& o) {
+  const double weight_share = o.fp8_all_gather ? 1.0 / std::max(1, o.weight_shards) : 1.0;
+  const double per_element = o.fp8_recipe == Fp8Recipe::Delayed ? 4.0 : 5.0;
+  return per_element * (double(g.m) * g.k + weight_share * double(g.k) * g.n);
+}
+
+// The backward's FP8 casts of one GEMM. Dynamic: the incoming gradient, and the input and weight again in
+// the layouts the two backward GEMMs read: counted as twice the forward's casts (backward_of). Delayed:
+// the transposes were made in the forward; only the incoming gradient (m x n) is cast-transposed, 4 bytes
+// per element (fp8_cast_transpose_bgrad_fused).
+static double fp8_backward_cast_bytes(const Gemm& g, const WorkloadOptions& o) {
+  if (o.fp8_recipe == Fp8Recipe::Delayed) return 4.0 * double(g.m) * g.n;
+  return 2.0 * fp8_forward_cast_bytes(g, o);
+}
+
 // One block's forward on one rank. Tensor parallelism splits the GEMMs' output (column-parallel QKV and
 // MLP up) or input (row-parallel output projection and MLP down) dimension and the attention heads by
 // tp; the norms, residuals and dropout work on whole hidden vectors unless sequence parallelism splits
@@ -135,12 +157,7 @@ static PassWork block_forward(const ModelSpec& m, const WorkloadOptions& o) {
   if (!o.flash_attention) w.elementwise_bytes += score_elementwise_bytes(m, o);
   w.kernels = o.flash_attention ? 12 : 16;
   if (o.fp8) {
-    // Dynamic-scaling casts of each GEMM's input and weight to FP8: an amax pass and a scaled copy
-    // (read 2 + read 2 + write 1 bytes per element), as torchao float8 and Transformer Engine do. With
-    // FP8 all-gather the weight arrives in FP8: each rank cast only its shard, before the gather
-    // (torchao WeightWithDynamicFloat8CastTensor.fsdp_pre_all_gather; Megatron fp8_param_gather).
-    const double weight_share = o.fp8_all_gather ? 1.0 / std::max(1, o.weight_shards) : 1.0;
-    for (const auto& g : w.gemms) w.elementwise_bytes += 5.0 * (double(g.m) * g.k + weight_share * double(g.k) * g.n);
+    for (const auto& g : w.gemms) w.elementwise_bytes += fp8_forward_cast_bytes(g, o);
     w.kernels += 4 * int(w.gemms.size());
   }
   if (o.compile) {
@@ -214,11 +231,7 @@ static PassWork early_stopped_recompute(const ModelSpec& m, const WorkloadOption
   const int64_t T = o.micro_batch * o.seq_len / o.mp.cp;
   if (recompute_skips_mlp_down(o)) {
     r.gemms.pop_back();  // MLP down: block_forward's last GEMM
-    if (o.fp8) {
-      const double weight_share = o.fp8_all_gather ? 1.0 / std::max(1, o.weight_shards) : 1.0;
-      const Gemm& down = fwd.gemms.back();
-      r.elementwise_bytes -= 5.0 * (double(down.m) * down.k + weight_share * double(down.k) * down.n);
-    }
+    if (o.fp8) r.elementwise_bytes -= fp8_forward_cast_bytes(fwd.gemms.back(), o);
     r.kernels = std::max(1, r.kernels - 1);
   }
   r.elementwise_bytes -= bytes_per_element(o.precision) * double(T) * 3.0 * double(m.hidden) / hsplit;  // the residual add
@@ -315,6 +328,10 @@ Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt) {
 
   PassWork bf = block_forward(model, opt);
   PassWork bb = backward_of(bf, opt.flash_attention);
+  if (opt.fp8) {
+    // backward_of doubled the forward's casts with the rest of its memory-bound bytes: the recipe's own.
+    for (const auto& g : bf.gemms) bb.elementwise_bytes += fp8_backward_cast_bytes(g, opt) - 2.0 * fp8_forward_cast_bytes(g, opt);
+  }
   if (opt.fp8_all_gather) {
     // The gathered FP8 weight feeds the input-gradient GEMM transposed (FP8 tensor cores take only the
     // TN layout): one copy of it, read 1 + write 1 byte per element, in place of its cast.

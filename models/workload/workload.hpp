@@ -36,6 +36,8 @@ struct PassWork {
 
 enum class UnitKind { Embedding, Block, Head };
 
+enum class Fp8Recipe { Dynamic, Delayed };
+
 // Activation checkpointing policy (training.activation_checkpointing):
 //   none
 //   full             every block keeps only its input and recomputes its forward in backward
@@ -96,6 +98,13 @@ struct WorkloadOptions {
   bool compile = false;          // torch.compile: elementwise ops fused, fewer launches
   bool fp8 = false;              // block GEMMs in FP8 (casts are extra memory-bound work)
   bool fp8_all_gather = false;   // (only with fp8) weights gathered in FP8, cast once per gather on the local shard
+  // (only with fp8) how the scales are found, which sets the casts' HBM traffic (fp8_forward_cast_bytes):
+  //   dynamic  the current tensor's amax first, then a scaled cast (torchao Float8Linear tensorwise,
+  //            Transformer Engine current scaling); backward casts again what its GEMMs read
+  //   delayed  Transformer Engine DelayedScaling: the scale comes from an amax history, so one fused
+  //            cast-transpose pass (amax recorded on the way) makes the FP8 tensor and the transposed copy
+  //            the backward's GEMMs read; backward casts only the incoming gradient
+  Fp8Recipe fp8_recipe = Fp8Recipe::Dynamic;
   int weight_shards = 1;         // GPUs a weight is sharded over (the shard each rank casts before gathering)
   CrossEntropy cross_entropy = CrossEntropy::Fused;  // how the loss is computed (its HBM traffic)
   Checkpointing checkpointing = Checkpointing::None;

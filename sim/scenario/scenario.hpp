@@ -52,6 +52,7 @@ struct TrainingSpec {
   Precision precision = Precision::FP16;     // parameters, activations, gradients, collectives
   bool fp8 = false;                          // precision: fp8 -> block GEMMs in FP8 (Transformer Engine / torchao float8), rest bf16
   bool compile = false;                      // torch.compile: fused elementwise kernels, fewer launches
+  Fp8Recipe fp8_recipe = Fp8Recipe::Dynamic; // fp8: how scales are found (WorkloadOptions::fp8_recipe)
   Checkpointing checkpointing = Checkpointing::None;
   int checkpoint_every = 1;                  // selective-layer: every k-th block is checkpointed
   std::optional<bool> recompute_early_stop;  // absent: the framework profile's (models/catalog/frameworks.yaml)

@@ -122,7 +122,7 @@ ModelSpec parse_model(const YamlNode& n, std::vector<std::string>& inputs) {
 TrainingSpec parse_training(const YamlNode& n, const GpuSpec& gpu) {
   n.check_keys({"seq_len", "micro_batch", "global_batch", "grad_accumulation_steps", "precision", "activation_checkpointing",
                 "checkpoint_every", "optimizer", "flash_attention", "fused_kernels", "compile", "cross_entropy",
-                "logits_kept_through_backward", "attention_kernel", "recompute_early_stop"});
+                "logits_kept_through_backward", "attention_kernel", "recompute_early_stop", "fp8_recipe"});
   TrainingSpec t;
   t.seq_len = n.at("seq_len").as_int_in(1, 1 << 22);
   t.micro_batch = n.at("micro_batch").as_int_in(1, 1 << 20);
@@ -160,6 +160,10 @@ TrainingSpec parse_training(const YamlNode& n, const GpuSpec& gpu) {
   }
   if (auto c = n.get("compile")) t.compile = c->as_bool();
   if (auto r = n.get("recompute_early_stop")) t.recompute_early_stop = r->as_bool();
+  if (auto r = n.get("fp8_recipe")) {
+    if (!t.fp8) r->fail("fp8_recipe applies to precision: fp8");
+    t.fp8_recipe = r->as_choice({"dynamic", "delayed"}) == "delayed" ? Fp8Recipe::Delayed : Fp8Recipe::Dynamic;
+  }
   if (auto c = n.get("cross_entropy")) {
     const std::string ce = c->as_choice({"fused", "torch", "compiled"});
     t.cross_entropy = ce == "torch" ? CrossEntropy::Torch : ce == "compiled" ? CrossEntropy::Compiled : CrossEntropy::Fused;
