@@ -305,10 +305,11 @@ TEST_CASE("published Megatron-LM runs (Korthikanti 2022 Table 5, Narayanan 2021 
   REQUIRE(k >= 15);
   CHECK(layer / k <= 0.04);
   CHECK(std::fabs(layer_signed / k) <= 0.04);
-  // torchtitan's FSDP2 + TP/PP/CP tables (Dec 2024, H100): tokens/s within 17.5 % on average (a guard on
-  // today's 16.7 %: 14.7 % before full recompute came to stop early (2026-12-04; it moves the 70B 2-D rows
+  // torchtitan's FSDP2 + TP/PP/CP tables (Dec 2024, H100): tokens/s within 18 % on average (a guard on
+  // today's 17.3 %: 14.7 % before full recompute came to stop early (2026-12-04; it moves the 70B 2-D rows
   // from -6.7 / -0.9 to -3.2 / +3.3 % and the pipeline and context-parallel rows, already too fast, 1-6 points
-  // further: with the same constants and no early stop 15.1 %), 19.2-20.0 % before the GPUs' 500 W power limit
+  // further: with the same constants and no early stop 15.1 %), 16.7 % while an early-stopped recompute still
+  // replayed the MLP's tensor-parallel collective (70B 2-D rows now -1.2 / +5.6 %), 19.2-20.0 % before the GPUs' 500 W power limit
   // was modelled, 10.0 % before the attention kernels' refit; most rows too fast, the context-parallel rows at
   // cp 4 and 8 the worst).
   double tt = 0;
@@ -316,7 +317,7 @@ TEST_CASE("published Megatron-LM runs (Korthikanti 2022 Table 5, Narayanan 2021 
   for (const auto& p : preds)
     if (p.row->id.rfind("tt24dec-", 0) == 0 && p.row->metric == "tokens_per_s_per_gpu") tt += std::fabs(p.error()), ++m;
   REQUIRE(m >= 10);
-  CHECK(tt / m <= 0.175);
+  CHECK(tt / m <= 0.18);
   // Their peak memory (every table, FSDP-only included) against torchtitan's log, the caching
   // allocator's reserved peak: within 10 % on average (today 9.4 %) and no row beyond 26 % (today the
   // 405B cp 8 row, 25.2 %). The compiled 8B rows, where the loss is the peak and nothing else is left
@@ -581,4 +582,31 @@ TEST_CASE("in-flight micro-batches fall from the first stage to the last") {
   CHECK(mp.in_flight_micro_batches(64, 0) == doctest::Approx(4.0 * (1.0 + 3.0 / 8.0)));
   CHECK(mp.in_flight_micro_batches(64, 0) == doctest::Approx(mp.in_flight_micro_batches(64)));
   for (int s = 1; s < 4; ++s) CHECK(mp.in_flight_micro_batches(64, s) == doctest::Approx(mp.in_flight_micro_batches(64, s - 1) - 1.0));
+}
+
+TEST_CASE("tensor parallelism with early-stopped recompute: a block replays its attention's collective, not the MLP's") {
+  // Without sequence parallelism a Llama block all-reduces twice in forward (after wo and after w2); a full
+  // recompute replays both, an early-stopped one (no w2) only the first. With sequence parallelism the
+  // two gathers stay and one reduce-scatter goes.
+  auto tp_bytes = [](bool sp, bool early) {
+    const std::string y = std::string("cluster: {instance: p5.48xlarge, nodes: 1}\nmodel: {preset: llama3-8b}\n") +
+                          "training: {seq_len: 2048, micro_batch: 1, global_batch: 1, precision: bf16, activation_checkpointing: full, " +
+                          "recompute_early_stop: " + (early ? "true" : "false") + "}\n" +
+                          "parallelism: {tp: 8, sequence_parallel: " + (sp ? "true" : "false") + "}\nstrategy: {kind: ddp}\n";
+    const PreparedSimulation p = prepare_simulation(parse_scenario_text(y, "<tp-early>"));
+    std::map<CollectiveOp, double> bytes;
+    for (const Task& t : p.graph.tasks)
+      if (t.kind == TaskKind::TensorParallelComm && p.workload.units[size_t(t.unit)].kind == UnitKind::Block)
+        bytes[p.graph.comm_ops[t.op].op] += p.graph.comm_ops[t.op].bytes;
+    return std::make_pair(bytes, p.workload.tp_activation_bytes);
+  };
+  const int layers = find_model_preset("llama3-8b")->layers;
+  for (bool sp : {false, true}) {
+    CAPTURE(sp);
+    const auto [full, a] = tp_bytes(sp, false);
+    const auto [early, a2] = tp_bytes(sp, true);
+    const CollectiveOp row = sp ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce;
+    CHECK(full.at(row) - early.at(row) == doctest::Approx(layers * a));  // one collective of `a` bytes per block
+    if (sp) CHECK(full.at(CollectiveOp::AllGather) == early.at(CollectiveOp::AllGather));
+  }
 }

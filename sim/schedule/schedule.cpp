@@ -334,25 +334,29 @@ class Builder {
     else if (unit.kind == UnitKind::Embedding) k = backward ? 0 : 1;
     else k = (backward || sp) ? 1 : 0;
     if (k == 0) return false;
+    // A recompute that stops early never runs the MLP down projection, nor the all-reduce or
+    // reduce-scatter after it (workload.cpp early_stopped_recompute): one row-parallel collective fewer.
+    const bool stops_early = pass == TaskKind::Recompute && unit.recompute.gemms.size() < unit.forward.gemms.size();
     int64_t last = after;
-    auto add = [&](CollectiveOp op) {
+    auto add = [&](CollectiveOp op, int count) {
       std::vector<uint32_t> deps;
       if (last >= 0) deps.push_back(uint32_t(last));
       last = add_task(TaskKind::TensorParallelComm, StreamId::ModelParallel, unit.index, m, deps,
-                      comm_index({op, GroupKind::Tensor, k * a, k}));
+                      comm_index({op, GroupKind::Tensor, count * a, count}));
     };
+    const int after_row_parallel = stops_early ? k - 1 : k;
     if (!sp) {
-      add(CollectiveOp::AllReduce);
+      add(CollectiveOp::AllReduce, after_row_parallel);
     } else if (unit.kind == UnitKind::Block) {
       // Forward: gather before each column-parallel GEMM, reduce-scatter after each row-parallel one.
       // Backward: the two stored (sequence-split) inputs are re-gathered while the input gradients
       // compute, and those are reduce-scattered while the weight gradients compute (Megatron-LM
       // LinearWithGradAccumulationAndAsyncCommunication); the blocking gather of the output gradient
       // is add_sequence_parallel_grad_gather.
-      add(CollectiveOp::AllGather);
-      add(CollectiveOp::ReduceScatter);
+      add(CollectiveOp::AllGather, k);
+      add(CollectiveOp::ReduceScatter, after_row_parallel);
     } else {
-      add(unit.kind == UnitKind::Head && !backward ? CollectiveOp::AllGather : CollectiveOp::ReduceScatter);
+      add(unit.kind == UnitKind::Head && !backward ? CollectiveOp::AllGather : CollectiveOp::ReduceScatter, k);
     }
     mp_waits_.push_back(uint32_t(last));
     return true;
