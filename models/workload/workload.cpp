@@ -230,11 +230,12 @@ static PassWork early_stopped_recompute(const ModelSpec& m, const WorkloadOption
   const int hsplit = o.mp.sequence_parallel && tp > 1 ? tp : 1;
   const int64_t T = o.micro_batch * o.seq_len / o.mp.cp;
   if (recompute_skips_mlp_down(o)) {
-    r.gemms.pop_back();  // MLP down: block_forward's last GEMM
+    r.gemms.pop_back();  // MLP down: block_forward's last GEMM (its launch goes with it)
     if (o.fp8) r.elementwise_bytes -= fp8_forward_cast_bytes(fwd.gemms.back(), o);
-    r.kernels = std::max(1, r.kernels - 1);
   }
-  r.elementwise_bytes -= bytes_per_element(o.precision) * double(T) * 3.0 * double(m.hidden) / hsplit;  // the residual add
+  // The residual add after the down projection: its bytes and its kernel.
+  r.elementwise_bytes -= bytes_per_element(o.precision) * double(T) * 3.0 * double(m.hidden) / hsplit;
+  r.kernels = std::max(1, r.kernels - 1);
   return r;
 }
 
@@ -364,6 +365,7 @@ Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt) {
     if (block_checkpointed(opt.checkpointing, opt.checkpoint_every, l)) {
       u.recompute = opt.recompute_early_stop ? early_stopped_recompute(model, opt, bf) : bf;
       u.recompute_whole_block = true;
+      u.recompute_stops_early = opt.recompute_early_stop;
     }
     else if (opt.checkpointing == Checkpointing::SelectiveOp) u.recompute = core;
     else if (opt.checkpointing == Checkpointing::TorchtitanOp) u.recompute = torchtitan_op_recompute(model, opt, bf);

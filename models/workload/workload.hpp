@@ -87,6 +87,7 @@ struct UnitWork {
   PassWork backward;             // excludes recompute
   PassWork recompute;            // what backward recomputes first (empty: nothing)
   bool recompute_whole_block = false;  // the whole block is checkpointed: it replays its tensor-parallel collectives
+  bool recompute_stops_early = false;  // ... up to the MLP down projection (early_stopped_recompute): not the one after it
 };
 
 struct WorkloadOptions {

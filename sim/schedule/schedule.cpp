@@ -334,9 +334,9 @@ class Builder {
     else if (unit.kind == UnitKind::Embedding) k = backward ? 0 : 1;
     else k = (backward || sp) ? 1 : 0;
     if (k == 0) return false;
-    // A recompute that stops early never runs the MLP down projection, nor the all-reduce or
-    // reduce-scatter after it (workload.cpp early_stopped_recompute): one row-parallel collective fewer.
-    const bool stops_early = pass == TaskKind::Recompute && unit.recompute.gemms.size() < unit.forward.gemms.size();
+    // A recompute that stops early stops at the MLP down projection (or, an eager FP8 linear, right after
+    // it): the all-reduce or reduce-scatter after it never runs (workload.cpp early_stopped_recompute).
+    const bool stops_early = pass == TaskKind::Recompute && unit.recompute_stops_early;
     int64_t last = after;
     auto add = [&](CollectiveOp op, int count) {
       std::vector<uint32_t> deps;
