@@ -213,11 +213,11 @@ std::vector<CorpusRow> load_training_corpus(const std::string& dir) {
       // llm-foundry runs on Composer, whose trainer keeps the logits in state.outputs (for its training
       // metrics) through the backward: Trainer._train_microbatch, self.state.outputs = self.state.model(batch).
       if (arch == "mpt") tr["logits_kept_through_backward"] = true;
-      // Whether full-block recomputation stops early (PyTorch >= 2.1 non-reentrant checkpoint), where a file
-      // states it per row (column recompute_early_stop); otherwise the framework profile's default.
       // The FP8 recipe where a file states it (column fp8_recipe: dynamic | delayed); default dynamic.
       const std::string recipe = f("fp8_recipe");
       if (row.precision == "fp8" && (recipe == "dynamic" || recipe == "delayed")) tr["fp8_recipe"] = recipe;
+      // Whether full-block recomputation stops early (PyTorch >= 2.1 non-reentrant checkpoint), where a file
+      // states it per row (column recompute_early_stop); otherwise the framework profile's default.
       const std::string early = f("recompute_early_stop");
       if (early == "true" || early == "false") tr["recompute_early_stop"] = early == "true";
       const double every = num(f("checkpoint_every"));
