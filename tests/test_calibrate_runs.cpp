@@ -50,7 +50,7 @@ RunsOnDisk write_runs(double gemm_scale, double attention_scale, const std::stri
 
 TEST_CASE("calibrate --runs recovers the GEMM and attention scales that produced the measurements") {
   // The truth is 6-8 % slower GEMMs and 14 % slower attention than the catalog's Hopper constants
-  // (0.903, 0.985 since 2026-12-04; 0.923, 0.986 before). The weak prior towards those pulls what the runs determine least: attention, a
+  // (read from the catalog below; 0.923, 0.986 before 2026-12-04). The weak prior towards those pulls what the runs determine least: attention, a
   // fifth of the longest run's time, comes back within 5 % (runs weigh as measurements with the error
   // bands' within-stack scatter, validation/measured_runs.cpp), the GEMM scale within 2 %.
   const RunsOnDisk runs = write_runs(0.85, 1.12);
