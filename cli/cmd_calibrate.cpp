@@ -6,7 +6,9 @@
 // (validation/measured_runs.hpp).
 #include <fmt/format.h>
 
+#include <cmath>
 #include <iostream>
+#include <map>
 
 #include "models/hardware/catalog.hpp"
 #include "cli/commands.hpp"
@@ -21,6 +23,28 @@
 namespace micsim::cli {
 
 namespace {
+
+// Per kind of kernel row (the word before its shape: gemm, fp8, attention <kernel>, hbm): how many
+// rows, and the median |error| and mean signed error of the catalog's terms and of the fit.
+void print_kernel_summary(const KernelFit& kf, std::ostream& log) {
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> kinds;
+  for (const auto& r : kf.rows) {
+    std::string kind = r.what.substr(0, r.what.find(' '));
+    if (kind == "attention") kind = r.what.substr(0, r.what.find(' ', kind.size() + 1));
+    if (std::isfinite(r.catalog_error)) kinds[kind].first.push_back(r.catalog_error);
+    kinds[kind].second.push_back(r.error);
+  }
+  auto mean = [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return v.empty() ? 0.0 : s / double(v.size());
+  };
+  log << fmt::format("  {:<22}{:>6}  {:>28}  {:>28}\n", "kind", "rows", "catalog: median |e|, mean", "fitted: median |e|, mean");
+  for (const auto& [kind, e] : kinds)
+    log << fmt::format("  {:<22}{:>6}  {:>19.1f}%, {:>+5.1f}%  {:>19.1f}%, {:>+5.1f}%\n", kind, e.second.size(),
+                       100 * summarize_errors(e.first).median_abs, 100 * mean(e.first), 100 * summarize_errors(e.second).median_abs,
+                       100 * mean(e.second));
+}
 
 // Fits compute.gemm_scale and compute.attention_scale to the measured runs (with `c` laid over each
 // run's scenario), prints each run's error before, after and held out, and sets both in `c`.
@@ -105,7 +129,12 @@ Runner add_calibrate(CLI::App& app) {
     if (!o->kernels.empty()) {
       KernelFit kf = fit_kernels(inst.gpu, o->kernels);
       log << fmt::format("calibrating compute kernels of {} on published measurements in {}\n", inst.gpu.name, o->kernels);
-      for (const auto& r : kf.rows) log << fmt::format("  {:<34}{:>8.1f}%  {}:{}\n", r.what, 100 * r.error, r.file, r.line);
+      // Each row against the catalog's terms (before the fit: how far the catalog is from this hardware,
+      // out of sample for rows the catalog was not fitted on) and against the fit (in sample).
+      log << fmt::format("  {:<34}{:>9}{:>9}  {}\n", "row (time error: predicted/measured - 1)", "catalog", "fitted", "file:line");
+      for (const auto& r : kf.rows)
+        log << fmt::format("  {:<34}{:>8.1f}%{:>8.1f}%  {}:{}\n", r.what, 100 * r.catalog_error, 100 * r.error, r.file, r.line);
+      print_kernel_summary(kf, log);
       auto show = [&](const char* name, const std::optional<double>& v, size_t rows, double scale = 1) {
         log << fmt::format("  {:<30} {}  ({} rows)\n", name, v ? fmt::format("{:.4g}", *v * scale) : std::string("not fitted"), rows);
       };

@@ -94,6 +94,8 @@ TEST_CASE("bad input: exit status 2 with file, line, key and expectation") {
       {"unknown strategy", replace("kind: mics", "kind: zeor3"), "", {"strategy.kind", "expected one of", "did you mean 'zero3'"}},
       {"missing key", replace("  seq_len: 512\n", ""), "", {"training.seq_len", "required key is missing"}},
       {"unknown cross-entropy", good, " --set training.cross_entropy=chunked", {"training.cross_entropy", "fused", "torch"}},
+      {"foreach lamb", good, " --set training.optimizer=lamb --set training.optimizer_implementation=foreach",
+       {"training.optimizer_implementation", "foreach is modelled for adam"}},
   };
   for (const auto& c : cases) {
     std::string path = temp_file("bad.yaml", c.yaml);

@@ -78,7 +78,20 @@ size_t fit_seq_half(const std::vector<const AttentionRow*>& rows, double& half) 
   return n;
 }
 
-void fit_attention_kernel(AttentionKernel kernel, const std::vector<AttentionRow>& all, KernelFit& fit) {
+// The catalog's terms for one kernel on this GPU (what a scenario uses before any calibration).
+AttentionKernelEfficiency catalog_attention(const GpuSpec& gpu, AttentionKernel kernel) {
+  AttentionKernelEfficiency c{gpu.attention_efficiency,
+                              gpu.attention_backward_efficiency > 0 ? gpu.attention_backward_efficiency : gpu.attention_efficiency,
+                              gpu.attention_seq_half};
+  const auto k = gpu.attention_kernels.find(kernel);
+  if (kernel != AttentionKernel::FA2 && k != gpu.attention_kernels.end()) {
+    c.forward = k->second.forward, c.backward = k->second.backward;
+    if (k->second.seq_half.causal > 0 || k->second.seq_half.full > 0) c.seq_half = k->second.seq_half;
+  }
+  return c;
+}
+
+void fit_attention_kernel(const GpuSpec& gpu, AttentionKernel kernel, const std::vector<AttentionRow>& all, KernelFit& fit) {
   std::vector<const AttentionRow*> causal, full;
   for (const auto& r : all)
     if (r.kernel == kernel) (r.causal ? causal : full).push_back(&r);
@@ -97,12 +110,17 @@ void fit_attention_kernel(AttentionKernel kernel, const std::vector<AttentionRow
       if (!have_128 || r->head_dim == 128) (r->backward ? backward : forward).push_back(r->efficiency / h.factor(r->seq, r->causal));
   if (!forward.empty()) k.efficiency.forward = median(forward), k.forward_rows = forward.size();
   if (!backward.empty()) k.efficiency.backward = median(backward), k.backward_rows = backward.size();
+  // Errors in time (predicted / measured - 1): a kernel predicted at a lower efficiency than it ran
+  // at is predicted slower, a positive error, as for the GEMM rows.
+  const AttentionKernelEfficiency catalog = catalog_attention(gpu, kernel);
   for (const auto* set : {&causal, &full})
     for (const auto* r : *set) {
       const double long_eff = r->backward && k.backward_rows ? k.efficiency.backward : k.efficiency.forward;
+      const double catalog_eff = (r->backward ? catalog.backward : catalog.forward) * catalog.seq_half.factor(r->seq, r->causal);
       fit.rows.push_back({fmt::format("attention {} {} s={:.0f}{}", to_string(kernel), r->backward ? "bwd" : "fwd", r->seq,
                                       r->causal ? " causal" : ""),
-                          r->file, r->line, long_eff * h.factor(r->seq, r->causal) / r->efficiency - 1});
+                          r->file, r->line, r->efficiency / (long_eff * h.factor(r->seq, r->causal)) - 1,
+                          catalog_eff > 0 ? r->efficiency / catalog_eff - 1 : NAN});
     }
 }
 
@@ -160,7 +178,7 @@ KernelFit fit_kernels(const GpuSpec& gpu, const std::string& data_dir) {
     fit.calibration.gemm_overhead_s = cal.gemm_overhead_s = *g.calibration.gemm_overhead_s;
     for (size_t i = 0; i < g.rows.size(); ++i)
       fit.rows.push_back({fmt::format("gemm {}x{}x{} {}", g.rows[i].shape.m, g.rows[i].shape.n, g.rows[i].shape.k, to_string(g.rows[i].dtype)),
-                          g.rows[i].file, g.rows[i].line, g.after[i]});
+                          g.rows[i].file, g.rows[i].line, g.after[i], g.before[i]});
   }
   if (gpu.peak_fp8_flops > 0) {
     // Efficiency each FP8 row implies once its size-dependent loss and overhead are taken out.
@@ -179,9 +197,12 @@ KernelFit fit_kernels(const GpuSpec& gpu, const std::string& data_dir) {
       fit.calibration.gemm_fp8_efficiency = cal.gemm_fp8_efficiency;
       fit.fp8_rows = implied.size();
       ComputeModel m(gpu, Precision::BF16, cal);
+      ComputeCalibration catalog = ComputeCalibration::defaults_for(gpu);
+      catalog.gemm_scale = 1.0;
+      ComputeModel c(gpu, Precision::BF16, catalog);
       for (const auto* r : used)
         fit.rows.push_back({fmt::format("fp8 gemm {}x{}x{}", r->shape.m, r->shape.n, r->shape.k), r->file, r->line,
-                            m.gemm_time(r->shape, true) / r->time_s - 1});
+                            m.gemm_time(r->shape, true) / r->time_s - 1, c.gemm_time(r->shape, true) / r->time_s - 1});
     }
   }
   // Attention: 16-bit fused kernels, per kernel, since the FlashAttention-2 class (Ampere code) and
@@ -207,7 +228,7 @@ KernelFit fit_kernels(const GpuSpec& gpu, const std::string& data_dir) {
     if (used) fit.files.push_back(f);
   }
   for (AttentionKernel kernel : {AttentionKernel::FA2, AttentionKernel::FA3, AttentionKernel::CuDNN})
-    fit_attention_kernel(kernel, attention, fit);
+    fit_attention_kernel(gpu, kernel, attention, fit);
   const AttentionKernelFit fa2 = fit.fa2();
   if (fa2.forward_rows) fit.calibration.attention_efficiency = fa2.efficiency.forward;
   if (fa2.backward_rows) fit.calibration.attention_backward_efficiency = fa2.efficiency.backward;
@@ -215,6 +236,7 @@ KernelFit fit_kernels(const GpuSpec& gpu, const std::string& data_dir) {
   if (fa2.full_sweep_rows) fit.calibration.attention_seq_half_full = fa2.efficiency.seq_half.full;
   // HBM: STREAM-like copies (BabelStream copy/mul/add/triad, tensor copies): achieved / datasheet peak.
   std::vector<double> hbm;
+  std::vector<KernelRowError> hbm_rows;
   for (const auto& f : csv_files(root / "hbm")) {
     CsvTable t = load_csv(f);
     bool used = false;
@@ -226,10 +248,15 @@ KernelFit fit_kernels(const GpuSpec& gpu, const std::string& data_dir) {
       const double achieved = number(cell("achieved_GBps"));
       if (!(achieved > 0)) continue;
       hbm.push_back(achieved * 1e9 / gpu.hbm_bytes_per_s), used = true;
+      hbm_rows.push_back({"hbm " + kernel, f, row.line, 0, hbm.back() / gpu.hbm_efficiency - 1});
     }
     if (used) fit.files.push_back(f);
   }
-  if (!hbm.empty()) fit.calibration.hbm_efficiency = std::min(1.0, median(hbm)), fit.hbm_rows = hbm.size();
+  if (!hbm.empty()) {
+    fit.calibration.hbm_efficiency = std::min(1.0, median(hbm)), fit.hbm_rows = hbm.size();
+    for (size_t i = 0; i < hbm.size(); ++i) hbm_rows[i].error = hbm[i] / *fit.calibration.hbm_efficiency - 1;
+    fit.rows.insert(fit.rows.end(), hbm_rows.begin(), hbm_rows.end());
+  }
   std::sort(fit.files.begin(), fit.files.end());
   fit.files.erase(std::unique(fit.files.begin(), fit.files.end()), fit.files.end());
   return fit;

@@ -18,7 +18,10 @@ namespace micsim {
 struct KernelRowError {
   std::string what, file;
   int line = 0;
-  double error = 0;  // predicted / measured - 1 with the fitted constants
+  double error = 0;          // predicted / measured time - 1 with the fitted constants (in sample)
+  double catalog_error = 0;  // predicted / measured time - 1 with the catalog's terms for the GPU, before
+                             // any fit: out of sample wherever these rows are not among those the catalog
+                             // was fitted on (a user's own harness measurements)
 };
 
 // One fused attention kernel's fit on its 16-bit rows: the length terms (seq_half, causal and full

@@ -14,6 +14,12 @@ namespace micsim {
 
 enum class Optimizer { Adam, Lamb, Sgd };
 const char* to_string(Optimizer o);
+// How the optimizer's update runs (training.optimizer_implementation): fused = one kernel reads and
+// writes each state once (torch fused=True, torchtitan's default, DeepSpeed FusedAdam, apex);
+// foreach = PyTorch's multi-tensor path, one pass over the fp32 state per arithmetic step (the default
+// of torch.optim.Adam/AdamW on CUDA when neither foreach nor fused is given).
+enum class OptimizerImplementation { Fused, Foreach };
+const char* to_string(OptimizerImplementation i);
 
 struct ComputeCalibration {
   double gemm_efficiency = 0.8;       // large-GEMM fraction of peak
@@ -89,7 +95,7 @@ class ComputeModel {
   double pass_time(const PassWork& w, bool is_backward, bool flash_attention) const;
   // Optimizer update of `local_params` parameters: memory-bound (reads and writes master weights,
   // optimizer states, gradients; writes the low-precision copy).
-  double optimizer_time(int64_t local_params, Optimizer opt) const;
+  double optimizer_time(int64_t local_params, Optimizer opt, OptimizerImplementation impl = OptimizerImplementation::Fused) const;
   // Device-to-device copy (the hierarchical all-gather's re-arrangement step).
   double copy_time(double bytes) const;
   // HBM bytes that overlapped collectives read and write, as compute-stream time (collective_hbm_traffic).

@@ -3,7 +3,8 @@
 namespace micsim {
 
 OpCosts cost_operations(const TaskGraph& g, const Workload& w, const ParallelLayout& l, const ComputeModel& compute,
-                        const CollectiveModel& collectives, bool flash, Optimizer optimizer, double slowdown) {
+                        const CollectiveModel& collectives, bool flash, Optimizer optimizer, double slowdown,
+                        OptimizerImplementation optimizer_implementation) {
   OpCosts c;
   c.interference = compute.calibration().interference;
   for (const auto& op : g.compute_ops) {
@@ -12,7 +13,7 @@ OpCosts cost_operations(const TaskGraph& g, const Workload& w, const ParallelLay
       case TaskKind::Forward: t = slowdown * compute.pass_time(w.units[op.unit].forward, false, flash); break;
       case TaskKind::Recompute: t = slowdown * compute.pass_time(w.units[op.unit].recompute, false, flash); break;
       case TaskKind::Backward: t = slowdown * compute.pass_time(w.units[op.unit].backward, true, flash); break;
-      case TaskKind::Optimizer: t = compute.optimizer_time(op.params, optimizer); break;
+      case TaskKind::Optimizer: t = compute.optimizer_time(op.params, optimizer, optimizer_implementation); break;
       case TaskKind::ParamGatherCopy:
       case TaskKind::ParamCopyOut:
       case TaskKind::GradBucketCopy: t = compute.copy_time(double(op.params)); break;

@@ -34,6 +34,6 @@ void set_pipeline_bubble(const TaskGraph& g, OpCosts& c, double seconds);
 
 OpCosts cost_operations(const TaskGraph& g, const Workload& w, const ParallelLayout& l, const ComputeModel& compute,
                         const CollectiveModel& collectives, bool flash_attention, Optimizer optimizer,
-                        double compute_slowdown = 1.0);
+                        double compute_slowdown = 1.0, OptimizerImplementation optimizer_implementation = OptimizerImplementation::Fused);
 
 }  // namespace micsim

@@ -58,6 +58,7 @@ struct TrainingSpec {
   std::optional<bool> recompute_early_stop;  // absent: the framework profile's (models/catalog/frameworks.yaml)
   bool activation_checkpointing() const { return checkpointing != Checkpointing::None; }
   Optimizer optimizer = Optimizer::Adam;
+  OptimizerImplementation optimizer_implementation = OptimizerImplementation::Fused;  // training.optimizer_implementation
   bool flash_attention = false;   // default: true on Ampere and newer, false on Volta
   AttentionKernel attention_kernel = AttentionKernel::FA2;  // which fused kernel (training.attention_kernel)
   bool fused_kernels = true;      // false: minGPT-style eager code (decomposed GELU, transposed copies)

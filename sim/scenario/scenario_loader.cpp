@@ -121,7 +121,7 @@ ModelSpec parse_model(const YamlNode& n, std::vector<std::string>& inputs) {
 
 TrainingSpec parse_training(const YamlNode& n, const GpuSpec& gpu) {
   n.check_keys({"seq_len", "micro_batch", "global_batch", "grad_accumulation_steps", "precision", "activation_checkpointing",
-                "checkpoint_every", "optimizer", "flash_attention", "fused_kernels", "compile", "cross_entropy",
+                "checkpoint_every", "optimizer", "optimizer_implementation", "flash_attention", "fused_kernels", "compile", "cross_entropy",
                 "logits_kept_through_backward", "attention_kernel", "recompute_early_stop", "fp8_recipe"});
   TrainingSpec t;
   t.seq_len = n.at("seq_len").as_int_in(1, 1 << 22);
@@ -173,6 +173,14 @@ TrainingSpec parse_training(const YamlNode& n, const GpuSpec& gpu) {
     // adamw: the same state (two moments + fp32 master) and the same per-element work as adam.
     std::string s = o->as_choice({"adam", "adamw", "lamb", "sgd"});
     t.optimizer = (s == "adam" || s == "adamw") ? Optimizer::Adam : s == "lamb" ? Optimizer::Lamb : Optimizer::Sgd;
+  }
+  if (auto i = n.get("optimizer_implementation")) {
+    // foreach: torch.optim.Adam/AdamW's multi-tensor path (its default on CUDA); fused: one kernel.
+    if (i->as_choice({"fused", "foreach"}) == "foreach") {
+      if (t.optimizer != Optimizer::Adam)
+        i->fail("foreach is modelled for adam / adamw (torch.optim's multi-tensor AdamW); lamb and sgd run fused here");
+      t.optimizer_implementation = OptimizerImplementation::Foreach;
+    }
   }
   // FlashAttention needs Ampere or newer; it is what current stacks use there.
   t.flash_attention = gpu.arch >= GpuArch::Ampere;
