@@ -133,7 +133,7 @@ def measure(torch, args, spec):
         times.append(time.perf_counter() - t0)
     t = statistics.median(times)
     if args.profile_out:
-        profile_step(torch, step, name, args.profile_out)
+        profile_step(torch, step, name, args.profile_out, args.profile_top)
     row = (name, params, layers, hidden, heads, kv_heads, ffn, vocab, seq, mb, ac, attn, t, mb * seq / t,
            torch.cuda.max_memory_allocated() / 2**30, torch.cuda.max_memory_reserved() / 2**30, min(times), max(times))
     del model, opt
@@ -156,7 +156,7 @@ def kind_of(kernel):
     return "elementwise"
 
 
-def profile_step(torch, step, name, path, steps=2):
+def profile_step(torch, step, label, path, top_path="", steps=2):
     from torch.profiler import ProfilerActivity, profile
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
@@ -170,6 +170,17 @@ def profile_step(torch, step, name, path, steps=2):
             kind = kind_of(e.key)
             totals[kind] = totals.get(kind, 0.0) + us / 1e3 / steps
             totals["kernels:" + kind] = totals.get("kernels:" + kind, 0) + e.count / steps
+    if top_path:  # the kernels themselves, longest first: what each kind is made of
+        kernels = sorted((e for e in prof.key_averages() if (getattr(e, "self_device_time_total", 0) or 0) > 0),
+                         key=lambda e: -e.self_device_time_total)
+        fresh = not os.path.exists(top_path)
+        with open(top_path, "a") as f:
+            if fresh:
+                f.write("config,kind,ms_per_step,calls_per_step,kernel\n")
+            for e in kernels[:40]:
+                name = e.key.replace('"', "'")[:200]
+                f.write(f'{label},{kind_of(e.key)},{e.self_device_time_total / 1e3 / steps:.3f},{e.count / steps:.0f},"{name}"\n')
+    name = label
     new = not os.path.exists(path)
     with open(path, "a") as f:
         if new:
@@ -185,6 +196,7 @@ def main():
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--out", default="-")
     ap.add_argument("--optimizer", choices=("foreach", "fused"), default="foreach", help="AdamW implementation")
+    ap.add_argument("--profile-top", default="", help="with --profile-out: the 40 longest kernels per configuration (CSV, appended)")
     ap.add_argument("--profile-out", default="", help="also profile two steps per configuration: kernel time by kind (CSV, appended)")
     args = ap.parse_args()
     try:
