@@ -40,3 +40,28 @@ TEST_CASE("harness: GEMM sweep and NCCL benchmark run on a GPU, or skip cleanly 
 #else
 TEST_CASE("harness: not built (nvcc not found)") { MESSAGE("skipped: nvcc was not found, so the CUDA harness was not built"); }
 #endif
+
+TEST_CASE("harness: the PyTorch probes run, or say why not and exit 77 (no PyTorch or no GPU)") {
+  // They need neither nvcc nor a build: python3 and, to measure, PyTorch with a GPU. Tiny settings, so
+  // that on a GPU machine this stays a smoke test; their results are whatever the GPU gives.
+  if (micsim::test::run_shell("command -v python3 >/dev/null 2>&1").status != 0) {
+    MESSAGE("skipped: no python3");
+    return;
+  }
+  const std::string dir = std::string(MICSIM_SOURCE_DIR) + "/validation/harness/";
+  const std::string out = micsim::test::temp_dir("probes");
+  struct Probe { std::string script, args, output; };
+  const std::vector<Probe> probes = {
+      {"compute_jitter.py", "--iters 20", "jitter.csv"},
+      {"attention_sweep.py", "--gpu H200-SXM-141GB --iters 1 --tokens 2048", "attention.csv"},
+      {"framework_overhead.py", "--repeats 2", "overhead.csv"},
+      {"train_step.py", "--warmup 1 --steps 1 --config tiny:2:256:4:2:512:1000:256:1:full:cudnn", "train.csv"},
+  };
+  for (const auto& p : probes) {
+    const auto r = micsim::test::run_shell("python3 " + dir + p.script + " " + p.args + " --out " + out + "/" + p.output + " 2>&1");
+    const bool ran = r.status == 0, skipped = r.status == 77;
+    CHECK_MESSAGE((ran || skipped), p.script << " exited " << r.status << ": " << r.output);
+    if (skipped) CHECK_MESSAGE(r.output.find("nothing measured") != std::string::npos, r.output);
+    if (ran) CHECK_FALSE(micsim::test::read_text(out + "/" + p.output).empty());
+  }
+}

@@ -11,9 +11,10 @@ convention the data directory uses: forward 4·B·H·S²·D (half when causal), 
 Exit status 77 when PyTorch or a GPU is missing.
 """
 import argparse
-import os
 import statistics
 import sys
+
+from probe_common import SKIPPED, torch_on_gpu, write_result
 
 
 def main():
@@ -24,16 +25,11 @@ def main():
     ap.add_argument("--tokens", type=int, default=16384)
     ap.add_argument("--source", default="micsim validation/harness/attention_sweep.py")
     args = ap.parse_args()
-    try:
-        import torch
-        import torch.nn.functional as F
-        from torch.nn.attention import SDPBackend, sdpa_kernel
-    except ImportError:
-        print("attention_sweep: PyTorch is not installed: nothing measured", file=sys.stderr)
-        return 77
-    if not torch.cuda.is_available():
-        print("attention_sweep: no GPU: nothing measured", file=sys.stderr)
-        return 77
+    torch = torch_on_gpu("attention_sweep")
+    if torch is None:
+        return SKIPPED
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
     dev = torch.device("cuda", 0)
     heads, dim = 32, 128
     note = f"torch {torch.__version__}; {torch.cuda.get_device_name(0)}; cudnn {torch.backends.cudnn.version()}"
@@ -74,12 +70,7 @@ def main():
                                 f'{flops / ms / 1e9:.1f},{ms:.4f},"{note}; median of {args.iters} after 3 warm-ups"')
                 del q, k, v
     text = "source,gpu,impl,dtype,batch,seq_len,heads,head_dim,causal,pass,tflops,time_ms,notes\n" + "\n".join(rows) + "\n"
-    if args.out == "-":
-        sys.stdout.write(text)
-    else:
-        with open(args.out + ".part", "w") as f:
-            f.write(text)
-        os.replace(args.out + ".part", args.out)
+    write_result(args.out, text)
     return 0
 
 

@@ -12,9 +12,10 @@ and the median, 99th percentile and maximum.
 Exit status 77 when PyTorch or a GPU is missing.
 """
 import argparse
-import os
 import statistics
 import sys
+
+from probe_common import SKIPPED, torch_on_gpu, write_result
 
 
 def main():
@@ -22,14 +23,9 @@ def main():
     ap.add_argument("--iters", type=int, default=400)
     ap.add_argument("--out", default="-")
     args = ap.parse_args()
-    try:
-        import torch
-    except ImportError:
-        print("compute_jitter: PyTorch is not installed: nothing measured", file=sys.stderr)
-        return 77
-    if not torch.cuda.is_available():
-        print("compute_jitter: no GPU: nothing measured", file=sys.stderr)
-        return 77
+    torch = torch_on_gpu("compute_jitter")
+    if torch is None:
+        return SKIPPED
     dev = torch.device("cuda", 0)
     x = torch.randn(8192, 4096, device=dev, dtype=torch.bfloat16, requires_grad=True)
     w1 = (torch.randn(4096, 14336, device=dev, dtype=torch.bfloat16) * 0.01).requires_grad_()
@@ -53,12 +49,7 @@ def main():
     mean, sd = statistics.fmean(ms), statistics.stdev(ms)
     q = sorted(ms)
     text = "iteration,time_ms\n" + "".join(f"{i},{t:.5f}\n" for i, t in enumerate(ms))
-    if args.out == "-":
-        sys.stdout.write(text)
-    else:
-        with open(args.out + ".part", "w") as f:
-            f.write(text)
-        os.replace(args.out + ".part", args.out)
+    write_result(args.out, text)
     print(f"# {torch.cuda.get_device_name(0)}, torch {torch.__version__}: {args.iters} iterations, mean {mean:.4f} ms "
           f"({flops / mean / 1e9:.0f} TFLOP/s), sd {sd:.4f} ms, cv {sd / mean:.5f}, median {q[len(q) // 2]:.4f}, "
           f"p99 {q[int(0.99 * (len(q) - 1))]:.4f}, max {q[-1]:.4f} ms", file=sys.stderr)

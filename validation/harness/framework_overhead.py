@@ -23,10 +23,11 @@ figure is a lower bound. Output: CSV rows and a YAML snippet for strategy.mechan
 Exit status 77 when PyTorch or a GPU is missing (nothing measured).
 """
 import argparse
-import os
 import statistics
 import sys
 import time
+
+from probe_common import SKIPPED, one_rank_process_group, torch_on_gpu, write_result
 
 
 def least_squares_slope(xs, ys):
@@ -41,21 +42,12 @@ def main():
     ap.add_argument("--repeats", type=int, default=30)
     ap.add_argument("--width", type=int, default=64)
     args = ap.parse_args()
-    try:
-        import torch
-        import torch.distributed as dist
-        import torch.nn as nn
-    except ImportError:
-        print("framework_overhead: PyTorch is not installed: nothing measured", file=sys.stderr)
-        return 77
-    if not torch.cuda.is_available():
-        print("framework_overhead: no GPU: nothing measured", file=sys.stderr)
-        return 77
+    torch = torch_on_gpu("framework_overhead")
+    if torch is None:
+        return SKIPPED
+    import torch.nn as nn
     dev = torch.device("cuda", 0)
-    torch.cuda.set_device(dev)
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", "29517")
-    dist.init_process_group("nccl", rank=0, world_size=1, device_id=dev)
+    dist = one_rank_process_group(torch, 29517)
     d = args.width
 
     class Block(nn.Module):
@@ -155,14 +147,7 @@ def main():
         rows.append(("torch.distributed", "per_collective_us", 1, op, launch[op]))
 
     lines = ["framework,metric,units,pass,value"] + [f"{k},{m},{n},{p},{v:.2f}" for k, m, n, p, v in rows]
-    text = "\n".join(lines) + "\n"
-    if args.out == "-":
-        sys.stdout.write(text)
-    else:
-        tmp = args.out + ".part"
-        with open(tmp, "w") as f:
-            f.write(text)
-        os.replace(tmp, args.out)
+    write_result(args.out, "\n".join(lines) + "\n")
     host = f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}"
     print(f"# measured with {host}, world size 1", file=sys.stderr)
     for kind in ("fsdp2", "fsdp1"):

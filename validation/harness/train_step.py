@@ -20,6 +20,8 @@ import statistics
 import sys
 import time
 
+from probe_common import SKIPPED, one_rank_process_group, torch_on_gpu, write_result
+
 
 def build(torch, nn, F, layers, hidden, heads, kv_heads, ffn, vocab, seq, attn_backend):
     from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -199,19 +201,10 @@ def main():
     ap.add_argument("--profile-top", default="", help="with --profile-out: the 40 longest kernels per configuration (CSV, appended)")
     ap.add_argument("--profile-out", default="", help="also profile two steps per configuration: kernel time by kind (CSV, appended)")
     args = ap.parse_args()
-    try:
-        import torch
-        import torch.distributed as dist
-    except ImportError:
-        print("train_step: PyTorch is not installed: nothing measured", file=sys.stderr)
-        return 77
-    if not torch.cuda.is_available():
-        print("train_step: no GPU: nothing measured", file=sys.stderr)
-        return 77
-    torch.cuda.set_device(0)
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", "29519")
-    dist.init_process_group("nccl", rank=0, world_size=1, device_id=torch.device("cuda", 0))
+    torch = torch_on_gpu("train_step")
+    if torch is None:
+        return SKIPPED
+    dist = one_rank_process_group(torch, 29519)
     header = ("name,params,layers,hidden,heads,kv_heads,ffn,vocab,seq_len,micro_batch,activation_checkpointing,attention,"
               "step_s,tokens_per_s,peak_allocated_gib,peak_reserved_gib,min_step_s,max_step_s")
     lines = [header]
@@ -225,13 +218,7 @@ def main():
         line = ",".join(f"{v:.5g}" if isinstance(v, float) else str(v) for v in row)
         print(f"# {line}", file=sys.stderr)
         lines.append(line)
-    text = "\n".join(lines) + "\n"
-    if args.out == "-":
-        sys.stdout.write(text)
-    else:
-        with open(args.out + ".part", "w") as f:
-            f.write(text)
-        os.replace(args.out + ".part", args.out)
+    write_result(args.out, "\n".join(lines) + "\n")
     dist.destroy_process_group()
     return 0
 
