@@ -46,7 +46,7 @@ TEST_CASE("hand-offs encode the simulated strategy and pass the API checks of th
                             "--set cluster.instance=p4d.24xlarge --set cluster.nodes=4 --set training.global_batch=256 --set training.micro_batch=2 ";
   const std::vector<Case> cases = {
       {{"--set strategy.kind=mics --set strategy.partition_size=16"}, 32, true, 2, 16},
-      {{"--set strategy.kind=hsdp --set strategy.partition_size=8"}, 32, false, 4, 8},
+      {{"--set strategy.kind=hsdp --set strategy.partition_size=8 --set training.optimizer_implementation=foreach"}, 32, false, 4, 8},
       {{"--set strategy.kind=zero3"}, 32, true, 1, 32},
       {{"--set strategy.kind=zero2"}, 32, true, 1, 32},
       {{"--set strategy.kind=ddp --set model.preset=llama2-7b --set cluster.instance=p4de.24xlarge"}, 32, true, 32, 1},
@@ -68,6 +68,10 @@ TEST_CASE("hand-offs encode the simulated strategy and pass the API checks of th
     const std::string toml = read_text(dir + "/torchtitan.toml");
     CHECK(toml.find("data_parallel_replicate_degree = " + std::to_string(c.replicate)) != std::string::npos);
     CHECK(toml.find("data_parallel_shard_degree = " + std::to_string(c.shard)) != std::string::npos);
+    // The optimizer update simulated (fused unless the scenario says foreach), in both PyTorch hand-offs.
+    const std::string impl = c.sets.front().find("foreach") != std::string::npos ? "foreach" : "fused";
+    CHECK(toml.find("[optimizer]\nimplementation = \"" + impl + "\"") != std::string::npos);
+    CHECK(py.find("\"optimizer_implementation\": \"" + impl + "\"") != std::string::npos);
     std::ifstream ds(dir + "/ds_config.json");
     CHECK(bool(ds) == c.deepspeed);
     const std::string md = read_text(dir + "/HANDOFF.md");

@@ -119,6 +119,9 @@ std::string torchtitan_toml(const Scenario& sc, std::vector<std::string>* notes)
   t += fmt::format("seq_len = {}\n", sc.training.seq_len);
   t += fmt::format("mixed_precision_param = \"{}\"\n", mp);
   t += "mixed_precision_reduce = \"float32\"\n\n";
+  // The optimizer update micsim simulated (training.optimizer_implementation; torchtitan's default is fused).
+  t += "[optimizer]\n";
+  t += fmt::format("implementation = \"{}\"\n\n", to_string(sc.training.optimizer_implementation));
   t += "[parallelism]\n";
   t += fmt::format("data_parallel_replicate_degree = {}\n", replicate);
   t += fmt::format("data_parallel_shard_degree = {}\n", shard);
