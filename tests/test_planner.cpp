@@ -116,6 +116,14 @@ TEST_CASE("hand-off: a DeepSpeed config for MiCS, and read back") {
   CHECK(hf.overrides[0].assignment == "strategy.kind=zero2");
   CHECK(hf.overrides[0].origin.find("zero_optimization.stage") != std::string::npos);
   CHECK(hf.overrides[1].assignment == "strategy.framework=deepspeed");  // a DeepSpeed config runs on DeepSpeed
+  // "torch_adam": true: DeepSpeed builds torch.optim.AdamW (foreach) instead of FusedAdam.
+  auto torch_adam = read_deepspeed_config(
+      temp_file("ta.json", R"({"optimizer": {"type": "AdamW", "params": {"lr": 1e-4, "torch_adam": true}}})"), 32);
+  REQUIRE(torch_adam.overrides.size() == 2);
+  CHECK(torch_adam.overrides[0].assignment == "training.optimizer=adam");
+  CHECK(torch_adam.overrides[1].assignment == "training.optimizer_implementation=foreach");
+  auto fused_adam = read_deepspeed_config(temp_file("fa.json", R"({"optimizer": {"type": "AdamW", "params": {"lr": 1e-4}}})"), 32);
+  for (const auto& o : fused_adam.overrides) CHECK(o.assignment.find("optimizer_implementation") == std::string::npos);
   std::string bad = temp_file("bad-ds.json", "{\n  \"zero_optimization\": {\n    \"stage\": \"three\"\n  }\n}\n");
   try {
     read_deepspeed_config(bad, 32);

@@ -144,7 +144,14 @@ DeepSpeedOverrides parse_deepspeed_config(const std::string& text, const std::st
     std::string t = j["optimizer"]["type"].is_string() ? j["optimizer"]["type"].get<std::string>() : "";
     for (auto& c : t) c = char(std::tolower(static_cast<unsigned char>(c)));
     if (t.find("lamb") != std::string::npos) set("optimizer", "training.optimizer=lamb");
-    else if (t.find("adam") != std::string::npos) set("optimizer", "training.optimizer=adam");
+    else if (t.find("adam") != std::string::npos) {
+      set("optimizer", "training.optimizer=adam");
+      // "torch_adam": true makes DeepSpeed build torch.optim.AdamW (foreach on CUDA) instead of its FusedAdam
+      // (deepspeed/runtime/engine.py _configure_basic_optimizer, TORCH_ADAM_PARAM).
+      const auto& params = j["optimizer"].contains("params") ? j["optimizer"]["params"] : nlohmann::json();
+      if (params.is_object() && boolean(params, "torch_adam", "optimizer.params.torch_adam").value_or(false))
+        set("optimizer", "training.optimizer_implementation=foreach");
+    }
     else if (t.find("sgd") != std::string::npos) set("optimizer", "training.optimizer=sgd");
     else fail("optimizer.type", "expected Adam, AdamW, Lamb or SGD (micsim models these)");
   }
