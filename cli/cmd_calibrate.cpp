@@ -6,9 +6,7 @@
 // (validation/measured_runs.hpp).
 #include <fmt/format.h>
 
-#include <cmath>
 #include <iostream>
-#include <map>
 
 #include "models/hardware/catalog.hpp"
 #include "cli/commands.hpp"
@@ -24,26 +22,13 @@ namespace micsim::cli {
 
 namespace {
 
-// Per kind of kernel row (the word before its shape: gemm, fp8, attention <kernel>, hbm): how many
-// rows, and the median |error| and mean signed error of the catalog's terms and of the fit.
+// Per kind of kernel row (gemm, fp8 gemm, attention <kernel>, hbm): how many rows, and the median
+// |error| and mean signed error of the catalog's terms and of the fit.
 void print_kernel_summary(const KernelFit& kf, std::ostream& log) {
-  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> kinds;
-  for (const auto& r : kf.rows) {
-    std::string kind = r.what.substr(0, r.what.find(' '));
-    if (kind == "attention") kind = r.what.substr(0, r.what.find(' ', kind.size() + 1));
-    if (std::isfinite(r.catalog_error)) kinds[kind].first.push_back(r.catalog_error);
-    kinds[kind].second.push_back(r.error);
-  }
-  auto mean = [](const std::vector<double>& v) {
-    double s = 0;
-    for (double x : v) s += x;
-    return v.empty() ? 0.0 : s / double(v.size());
-  };
   log << fmt::format("  {:<22}{:>6}  {:>28}  {:>28}\n", "kind", "rows", "catalog: median |e|, mean", "fitted: median |e|, mean");
-  for (const auto& [kind, e] : kinds)
-    log << fmt::format("  {:<22}{:>6}  {:>19.1f}%, {:>+5.1f}%  {:>19.1f}%, {:>+5.1f}%\n", kind, e.second.size(),
-                       100 * summarize_errors(e.first).median_abs, 100 * mean(e.first), 100 * summarize_errors(e.second).median_abs,
-                       100 * mean(e.second));
+  for (const auto& [kind, e] : errors_by_kind(kf))
+    log << fmt::format("  {:<22}{:>6}  {:>19.1f}%, {:>+5.1f}%  {:>19.1f}%, {:>+5.1f}%\n", kind, e.rows, 100 * e.catalog.median_abs,
+                       100 * e.catalog.mean_signed, 100 * e.fitted.median_abs, 100 * e.fitted.mean_signed);
 }
 
 // Fits compute.gemm_scale and compute.attention_scale to the measured runs (with `c` laid over each

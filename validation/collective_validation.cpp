@@ -44,7 +44,7 @@ ErrorSummary summarize_errors(const std::vector<double>& rel) {
   s.count = rel.size();
   if (rel.empty()) return s;
   std::vector<double> a;
-  for (double e : rel) a.push_back(std::fabs(e));
+  for (double e : rel) a.push_back(std::fabs(e)), s.mean_signed += e / double(rel.size());
   std::sort(a.begin(), a.end());
   auto quantile = [&](double q) {  // linear interpolation between order statistics
     double pos = q * (a.size() - 1);

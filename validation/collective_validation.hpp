@@ -35,6 +35,7 @@ struct CollectiveComparison {
 struct ErrorSummary {
   size_t count = 0;
   double median_abs = 0, p90_abs = 0;
+  double mean_signed = 0;  // mean of the errors with their signs (bias)
 };
 ErrorSummary summarize_errors(const std::vector<double>& rel_errors);
 

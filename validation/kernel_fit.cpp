@@ -78,17 +78,12 @@ size_t fit_seq_half(const std::vector<const AttentionRow*>& rows, double& half) 
   return n;
 }
 
-// The catalog's terms for one kernel on this GPU (what a scenario uses before any calibration).
+// The catalog's terms for one kernel on this GPU: what a scenario with that attention_kernel uses
+// before any calibration (ComputeCalibration::defaults_for picks them; a backward of 0 = the forward's).
 AttentionKernelEfficiency catalog_attention(const GpuSpec& gpu, AttentionKernel kernel) {
-  AttentionKernelEfficiency c{gpu.attention_efficiency,
-                              gpu.attention_backward_efficiency > 0 ? gpu.attention_backward_efficiency : gpu.attention_efficiency,
-                              gpu.attention_seq_half};
-  const auto k = gpu.attention_kernels.find(kernel);
-  if (kernel != AttentionKernel::FA2 && k != gpu.attention_kernels.end()) {
-    c.forward = k->second.forward, c.backward = k->second.backward;
-    if (k->second.seq_half.causal > 0 || k->second.seq_half.full > 0) c.seq_half = k->second.seq_half;
-  }
-  return c;
+  const ComputeCalibration c = ComputeCalibration::defaults_for(gpu, kernel);
+  return {c.attention_efficiency, c.attention_backward_efficiency > 0 ? c.attention_backward_efficiency : c.attention_efficiency,
+          c.attention_seq_half};
 }
 
 void fit_attention_kernel(const GpuSpec& gpu, AttentionKernel kernel, const std::vector<AttentionRow>& all, KernelFit& fit) {
@@ -117,7 +112,8 @@ void fit_attention_kernel(const GpuSpec& gpu, AttentionKernel kernel, const std:
     for (const auto* r : *set) {
       const double long_eff = r->backward && k.backward_rows ? k.efficiency.backward : k.efficiency.forward;
       const double catalog_eff = (r->backward ? catalog.backward : catalog.forward) * catalog.seq_half.factor(r->seq, r->causal);
-      fit.rows.push_back({fmt::format("attention {} {} s={:.0f}{}", to_string(kernel), r->backward ? "bwd" : "fwd", r->seq,
+      fit.rows.push_back({std::string("attention ") + to_string(kernel),
+                          fmt::format("attention {} {} s={:.0f}{}", to_string(kernel), r->backward ? "bwd" : "fwd", r->seq,
                                       r->causal ? " causal" : ""),
                           r->file, r->line, r->efficiency / (long_eff * h.factor(r->seq, r->causal)) - 1,
                           catalog_eff > 0 ? r->efficiency / catalog_eff - 1 : NAN});
@@ -125,6 +121,17 @@ void fit_attention_kernel(const GpuSpec& gpu, AttentionKernel kernel, const std:
 }
 
 }  // namespace
+
+std::map<std::string, KernelKindErrors> errors_by_kind(const KernelFit& fit) {
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> errors;
+  for (const auto& r : fit.rows) {
+    if (std::isfinite(r.catalog_error)) errors[r.kind].first.push_back(r.catalog_error);
+    errors[r.kind].second.push_back(r.error);
+  }
+  std::map<std::string, KernelKindErrors> out;
+  for (const auto& [kind, e] : errors) out[kind] = {e.second.size(), summarize_errors(e.first), summarize_errors(e.second)};
+  return out;
+}
 
 bool gpu_row_matches(const std::string& row_gpu, const std::string& gpu) {
   if (row_gpu == gpu) return true;
@@ -177,7 +184,7 @@ KernelFit fit_kernels(const GpuSpec& gpu, const std::string& data_dir) {
     fit.calibration.gemm_dim_half = cal.gemm_dim_half = *g.calibration.gemm_dim_half;
     fit.calibration.gemm_overhead_s = cal.gemm_overhead_s = *g.calibration.gemm_overhead_s;
     for (size_t i = 0; i < g.rows.size(); ++i)
-      fit.rows.push_back({fmt::format("gemm {}x{}x{} {}", g.rows[i].shape.m, g.rows[i].shape.n, g.rows[i].shape.k, to_string(g.rows[i].dtype)),
+      fit.rows.push_back({"gemm", fmt::format("gemm {}x{}x{} {}", g.rows[i].shape.m, g.rows[i].shape.n, g.rows[i].shape.k, to_string(g.rows[i].dtype)),
                           g.rows[i].file, g.rows[i].line, g.after[i], g.before[i]});
   }
   if (gpu.peak_fp8_flops > 0) {
@@ -201,7 +208,7 @@ KernelFit fit_kernels(const GpuSpec& gpu, const std::string& data_dir) {
       catalog.gemm_scale = 1.0;
       ComputeModel c(gpu, Precision::BF16, catalog);
       for (const auto* r : used)
-        fit.rows.push_back({fmt::format("fp8 gemm {}x{}x{}", r->shape.m, r->shape.n, r->shape.k), r->file, r->line,
+        fit.rows.push_back({"fp8 gemm", fmt::format("fp8 gemm {}x{}x{}", r->shape.m, r->shape.n, r->shape.k), r->file, r->line,
                             m.gemm_time(r->shape, true) / r->time_s - 1, c.gemm_time(r->shape, true) / r->time_s - 1});
     }
   }
@@ -248,7 +255,7 @@ KernelFit fit_kernels(const GpuSpec& gpu, const std::string& data_dir) {
       const double achieved = number(cell("achieved_GBps"));
       if (!(achieved > 0)) continue;
       hbm.push_back(achieved * 1e9 / gpu.hbm_bytes_per_s), used = true;
-      hbm_rows.push_back({"hbm " + kernel, f, row.line, 0, hbm.back() / gpu.hbm_efficiency - 1});
+      hbm_rows.push_back({"hbm", "hbm " + kernel, f, row.line, 0, hbm.back() / gpu.hbm_efficiency - 1});
     }
     if (used) fit.files.push_back(f);
   }

@@ -11,11 +11,13 @@
 #include <vector>
 
 #include "models/hardware/hardware.hpp"
+#include "validation/collective_validation.hpp"
 #include "validation/gemm.hpp"
 
 namespace micsim {
 
 struct KernelRowError {
+  std::string kind;  // gemm | fp8 gemm | attention <kernel> | hbm: the rows `calibrate --kernels` summarises together
   std::string what, file;
   int line = 0;
   double error = 0;          // predicted / measured time - 1 with the fitted constants (in sample)
@@ -48,6 +50,13 @@ struct KernelFit {
   std::vector<std::string> files;   // sources used
   std::vector<KernelRowError> rows; // per-row error after the fit
 };
+
+// Per kind of row (KernelRowError::kind): the errors of the catalog's terms and of the fit.
+struct KernelKindErrors {
+  size_t rows = 0;
+  ErrorSummary catalog, fitted;
+};
+std::map<std::string, KernelKindErrors> errors_by_kind(const KernelFit& fit);
 
 // True when a published gpu name is `gpu` (exact, or its family marked "unspecified").
 bool gpu_row_matches(const std::string& row_gpu, const std::string& gpu);
