@@ -56,7 +56,7 @@ TEST_CASE("prefetch pipeline: gathers overlap compute, the critical path is clos
   }
 }
 
-TEST_CASE("collectives on the same tier share it fairly; on different tiers they overlap") {
+TEST_CASE("collectives on the same tier share it fairly, on different tiers they overlap") {
   GraphBuilder same;
   same.add(TaskKind::ParamAllGather, StreamId::Gather, 1.0, {}, true, false);
   same.add(TaskKind::GradReduceScatter, StreamId::Reduce, 1.0, {}, true, false);

@@ -113,7 +113,7 @@ TEST_CASE("attention kernels: FlashAttention in Triton runs at FA2 / 1.4 forward
   CHECK(triton.source.find("arXiv 2307.08691") != std::string::npos);
 }
 
-TEST_CASE("attention kernels: fa3 and cuDNN faster than fa2 on Hopper and close to each other, Triton slower; fa2 is the default to the bit") {
+TEST_CASE("attention kernels: fa3 and cuDNN faster than fa2 on Hopper and close to each other, Triton slower, fa2 is the default to the bit") {
   const double t_default = run(llama8k({})).iteration_time_s;
   const double fa2 = run(llama8k({"training.attention_kernel=fa2"})).iteration_time_s;
   const double fa3 = run(llama8k({"training.attention_kernel=fa3"})).iteration_time_s;
@@ -130,7 +130,7 @@ TEST_CASE("attention kernels: fa3 and cuDNN faster than fa2 on Hopper and close 
   CHECK(run(llama8k({"training.attention_kernel=fa3"})).memory.peak_bytes == run(llama8k({})).memory.peak_bytes);
 }
 
-TEST_CASE("attention kernels: a kernel not measured on the GPU runs at its FA2 terms and says so; bad keys are errors") {
+TEST_CASE("attention kernels: a kernel not measured on the GPU runs at its FA2 terms and says so, bad keys are errors") {
   const Scenario fa2 = scenario("p4de.24xlarge", 1, "llama2-7b", "zero3", 1, 8, {"training.precision=bf16"}, 4096);
   const Scenario cudnn = scenario("p4de.24xlarge", 1, "llama2-7b", "zero3", 1, 8,
                                   {"training.precision=bf16", "training.attention_kernel=cudnn"}, 4096);

@@ -62,7 +62,7 @@ TEST_CASE("NIC sharing: concurrent groups on a node split its NICs") {
   CHECK((shared.time_s - shared.latency_s) == doctest::Approx(4 * (alone.time_s - alone.latency_s)));
 }
 
-TEST_CASE("bigger messages never take less time; more bandwidth never takes more") {
+TEST_CASE("bigger messages never take less time, more bandwidth never takes more") {
   for (const char* inst : {"p3dn.24xlarge", "p4d.24xlarge", "p5.48xlarge", "dgx-a100-80gb"}) {
     auto m = model_for(inst);
     for (auto op : {CollectiveOp::AllGather, CollectiveOp::ReduceScatter, CollectiveOp::AllReduce}) {
@@ -78,7 +78,7 @@ TEST_CASE("bigger messages never take less time; more bandwidth never takes more
   }
 }
 
-TEST_CASE("a fabric's ll128 key decides whether LL128 runs across nodes; inside a node it always may") {
+TEST_CASE("a fabric's ll128 key decides whether LL128 runs across nodes, inside a node it always may") {
   auto uses_ll128 = [](const InstanceSpec& inst, int nodes) {
     for (const auto& c : CollectiveModel(NetworkParams::from_instance(inst))
                              .candidates(CollectiveOp::AllReduce, 64.0 * (1 << 20), GroupLayout::make(8 * nodes, nodes)))

@@ -32,7 +32,7 @@ Scenario llama(const std::string& instance, int nodes, std::vector<std::string> 
 
 }  // namespace
 
-TEST_CASE("checkpointing policies: every policy keeps less than none and full the least; recomputed FLOPs in order") {
+TEST_CASE("checkpointing policies: every policy keeps less than none and full the least, recomputed FLOPs in order") {
   const std::vector<std::string> policies = {"none", "selective-op", "selective-layer", "full"};
   std::vector<SimulationResult> r;
   for (const auto& p : policies) {
@@ -60,7 +60,7 @@ TEST_CASE("checkpointing policies: every policy keeps less than none and full th
   CHECK_THROWS_AS(llama("p4de.24xlarge", 1, {"training.checkpoint_every=2"}), InputError);  // only for selective-layer
 }
 
-TEST_CASE("torch.compile: fused elementwise work makes eager Llama blocks faster; GPT blocks keep their fused norms") {
+TEST_CASE("torch.compile: fused elementwise work makes eager Llama blocks faster, GPT blocks keep their fused norms") {
   auto eager = run(llama("p5.48xlarge", 1, {"training.activation_checkpointing=false"}));
   auto compiled = run(llama("p5.48xlarge", 1, {"training.activation_checkpointing=false", "training.compile=true"}));
   CHECK(compiled.iteration_time_s < 0.97 * eager.iteration_time_s);
@@ -68,7 +68,7 @@ TEST_CASE("torch.compile: fused elementwise work makes eager Llama blocks faster
   CHECK(w.units[1].forward.eager_bytes == 0);  // LayerNorm and GELU are native fused kernels in eager PyTorch
 }
 
-TEST_CASE("FP8: block GEMMs at the FP8 peak on Hopper; refused where there are no FP8 tensor cores") {
+TEST_CASE("FP8: block GEMMs at the FP8 peak on Hopper, refused where there are no FP8 tensor cores") {
   auto bf16 = run(llama("p5.48xlarge", 1, {"training.activation_checkpointing=false", "training.compile=true"}, 4096, 2));
   auto fp8 = run(llama("p5.48xlarge", 1, {"training.activation_checkpointing=false", "training.compile=true", "training.precision=fp8"}, 4096, 2));
   CHECK(fp8.iteration_time_s < 0.95 * bf16.iteration_time_s);
@@ -100,7 +100,7 @@ TEST_CASE("FP8 recipes: delayed scaling's fused cast-transpose moves fewer bytes
   CHECK_THROWS_AS(llama("p5.48xlarge", 1, {"training.fp8_recipe=delayed"}), InputError);  // bf16: no FP8 casts
 }
 
-TEST_CASE("causal attention: fused kernels skip the masked half; BERT attends both ways") {
+TEST_CASE("causal attention: fused kernels skip the masked half, BERT attends both ways") {
   const GpuSpec& gpu = HardwareCatalog::builtin().instance("p5.48xlarge").gpu;
   ComputeModel m(gpu, Precision::BF16, ComputeCalibration::defaults_for(gpu));
   PassWork w;

@@ -53,7 +53,7 @@ TEST_CASE("fp8_all_gather: a block's gather carries 1 byte per linear weight and
   CHECK(cited);
 }
 
-TEST_CASE("fp8_all_gather: only with FP8 training, on frameworks that have it; ignored where nothing is gathered") {
+TEST_CASE("fp8_all_gather: only with FP8 training, on frameworks that have it, ignored where nothing is gathered") {
   CHECK_THROWS_WITH_AS(scenario("p5.48xlarge", 2, "llama2-7b", "zero3", 1, 16, {"strategy.fp8_all_gather=true"}, 4096),
                        doctest::Contains("needs training.precision: fp8"), InputError);
   CHECK_THROWS_WITH_AS(fp8({"strategy.fp8_all_gather=true", "strategy.framework=fsdp1"}), doctest::Contains("framework fsdp1"),

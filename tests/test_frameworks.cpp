@@ -81,7 +81,7 @@ TEST_CASE("HSDP: FSDP1 all-reduces in every backward, FSDP2 can defer it to the 
   CHECK_THROWS_AS(bert("hsdp", "fsdp1", {"strategy.partition_size=8", "strategy.two_hop_sync=true"}), InputError);
 }
 
-TEST_CASE("framework and strategy must go together; versions resolve to their profile") {
+TEST_CASE("framework and strategy must go together, versions resolve to their profile") {
   CHECK_THROWS_AS(bert("hsdp", "deepspeed"), InputError);      // DeepSpeed has no HYBRID_SHARD
   CHECK_THROWS_AS(bert("mics", "fsdp2"), InputError);          // FSDP has no MiCS gather
   CHECK_THROWS_AS(bert("zero3", "deepspeed", {"strategy.version=0.1"}), InputError);
@@ -160,7 +160,7 @@ TEST_CASE("MiCS paper headline by mechanism: BERT-10B on 128 p3dn GPUs, MiCS / Z
   CHECK(std::fabs(des_eff / 1.27 - 1) <= 0.15);
 }
 
-TEST_CASE("InternEvo ZeRO-1: one broadcast per rank after the step, gradient buckets all-reduced; bytes conserved") {
+TEST_CASE("InternEvo ZeRO-1: one broadcast per rank after the step, gradient buckets all-reduced, bytes conserved") {
   const int nodes = 4, world = 8 * nodes;
   auto count_kinds = [](const Scenario& sc) {
     PreparedSimulation p = prepare_simulation(sc, {0});
@@ -202,7 +202,7 @@ TEST_CASE("InternEvo's published ZeRO-1 scaling (7B, 8 -> 1024 A100): per-GPU th
   CHECK(std::fabs(predicted - published) < 0.05);
 }
 
-TEST_CASE("InternEvo ZeRO-1 in groups (zero1 = 8): optimizer over 8 ranks, 8 broadcasts inside the group; only with internevo") {
+TEST_CASE("InternEvo ZeRO-1 in groups (zero1 = 8): optimizer over 8 ranks, 8 broadcasts inside the group, only with internevo") {
   const int nodes = 4;
   PreparedSimulation all = prepare_simulation(bert("zero1", "internevo", {}, nodes), {0});
   PreparedSimulation grouped = prepare_simulation(bert("zero1", "internevo", {"strategy.partition_size=8"}, nodes), {0});
@@ -229,7 +229,7 @@ TEST_CASE("InternEvo ZeRO-1 in groups (zero1 = 8): optimizer over 8 ranks, 8 bro
   CHECK(prepare_simulation(ideal).layout.partition_size == 32);
 }
 
-TEST_CASE("DeepSpeed <= 0.5.4 list-form collectives: each costs n copies of a rank's piece more; 0.5.5+ gathers by _all_gather_base") {
+TEST_CASE("DeepSpeed <= 0.5.4 list-form collectives: each costs n copies of a rank's piece more, 0.5.5+ gathers by _all_gather_base") {
   const std::vector<std::string> ds = {"strategy.framework=deepspeed", "strategy.version=0.5.4"};
   std::vector<std::string> flat = ds;
   flat.push_back("strategy.mechanisms.gather_list_form=false");

@@ -83,7 +83,7 @@ TEST_CASE("MPI: a plan over 3 ranks writes the bytes of a plan in one process") 
   run_shell("rm -rf " + dir);
 }
 
-TEST_CASE("MPI: a SimGrid sweep over 3 ranks gives one process's rows; errors are reported once") {
+TEST_CASE("MPI: a SimGrid sweep over 3 ranks gives one process's rows, errors are reported once") {
   if (!mpi_available()) return;
   const std::string dir = temp_dir("mpi-sweep"), s = scenario_in(dir);
   const std::string args = "sweep " + s + " --vary cluster.nodes=2,4,8 --vary strategy.partition_size=8,16 --engine simgrid --json ";

@@ -13,7 +13,7 @@ using micsim::test::temp_file;
 
 static std::string fixture(const char* name) { return std::string(MICSIM_SOURCE_DIR) + "/tests/data/nccl-tests/" + name; }
 
-TEST_CASE("current format: op, ranks and nodes from the header; out-of-place columns in microseconds") {
+TEST_CASE("current format: op, ranks and nodes from the header, out-of-place columns in microseconds") {
   auto rows = load_nccl_tests(fixture("new_format_all_gather.txt"));
   REQUIRE(rows.size() == 6);
   CHECK(rows[0].op == CollectiveOp::AllGather);
@@ -26,7 +26,7 @@ TEST_CASE("current format: op, ranks and nodes from the header; out-of-place col
   CHECK(rows[3].line == 17);
 }
 
-TEST_CASE("pre-2.13 format with mpirun prefixes and NCCL INFO noise; op given by the caller") {
+TEST_CASE("pre-2.13 format with mpirun prefixes and NCCL INFO noise, op given by the caller") {
   CHECK_THROWS_AS(load_nccl_tests(fixture("old_format_mpirun.txt")), InputError);  // the log never names its op
   auto rows = load_nccl_tests(fixture("old_format_mpirun.txt"), {"all_reduce", 0, 0});
   REQUIRE(rows.size() == 3);

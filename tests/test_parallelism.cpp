@@ -103,7 +103,7 @@ TEST_CASE("FLOPs of the model do not depend on the parallel layout: a rank's sha
   CHECK(a.hw_flops_per_step == b.hw_flops_per_step);
 }
 
-TEST_CASE("a larger pp with the same micro-batches never shrinks the bubble fraction; interleaving shrinks it by v") {
+TEST_CASE("a larger pp with the same micro-batches never shrinks the bubble fraction, interleaving shrinks it by v") {
   // 64 GPUs, tp 8, 16 micro-batches per pipeline whatever pp: global batch = 16 x dp.
   double last = -1;
   for (int pp : {1, 2, 4, 8}) {

@@ -57,7 +57,7 @@ TEST_CASE("power curve: the measured points are returned exactly and the rate is
   }
 }
 
-TEST_CASE("power limit: at the TDP the step is today's; below it GEMM-bound work slows, HBM-bound kernels keep their rate") {
+TEST_CASE("power limit: at the TDP the step is today's, below it GEMM-bound work slows, HBM-bound kernels keep their rate") {
   const SimulationResult base = run(llama_p5());
   const SimulationResult at_tdp = run(llama_p5("700"));
   CHECK(at_tdp.iteration_time_s == base.iteration_time_s);
@@ -119,7 +119,7 @@ strategy: {kind: zero3}
   CHECK(step(lifted.output) < step(capped.output));
 }
 
-TEST_CASE("power limit errors: above the TDP, below the lowest measured point, a GPU with no curve; exit status 2") {
+TEST_CASE("power limit errors: above the TDP, below the lowest measured point, a GPU with no curve, exit status 2") {
   CHECK(input_error({"cluster.gpu_power_limit_w=800"}).find("expected a power limit from 200 W (the lowest measured point) to 700 W") !=
         std::string::npos);
   CHECK(input_error({"cluster.gpu_power_limit_w=150"}).find("got 150 W") != std::string::npos);

@@ -32,7 +32,7 @@ static PlanResult plan_with(const std::string& path, Objective o, double max_day
   return run_plan(path, {}, spec);
 }
 
-TEST_CASE("price book: the newest quote of a tier; undated quotes rank last; every quote has a source") {
+TEST_CASE("price book: the newest quote of a tier, undated quotes rank last, every quote has a source") {
   const PriceBook& b = PriceBook::builtin();
   auto od = b.quote("p5.48xlarge", "on_demand");
   REQUIRE(od);
@@ -57,7 +57,7 @@ TEST_CASE("price book: the newest quote of a tier; undated quotes rank last; eve
   CHECK_THROWS_AS(t.merge(YamlNode::load_string("x: {spot: {usd_per_hour: 1, date: '2024-05'}}", "<t>")), InputError);
 }
 
-TEST_CASE("cost alone picks the smallest cluster; cost within a deadline picks the cheapest that meets it") {
+TEST_CASE("cost alone picks the smallest cluster, cost within a deadline picks the cheapest that meets it") {
   std::string path = temp_file("plan-deadline.yaml", kLlama);
   PlanResult cheap = plan_with(path, Objective::Cost, 0);
   REQUIRE(!cheap.ranking.empty());
@@ -82,7 +82,7 @@ TEST_CASE("cost alone picks the smallest cluster; cost within a deadline picks t
   CHECK(r.pruned.count("misses the deadline (max_days) (analytic)") == 1);
 }
 
-TEST_CASE("nothing within the deadline or budget: exit 4 with the nearest miss; bad combinations exit 2") {
+TEST_CASE("nothing within the deadline or budget: exit 4 with the nearest miss, bad combinations exit 2") {
   std::string path = temp_file("plan-miss.yaml", kLlama);
   PlanResult r = plan_with(path, Objective::CostWithinDeadline, 0.01);
   CHECK(r.ranking.empty());
@@ -181,7 +181,7 @@ TEST_CASE("kernels_as: a GPU variant takes a catalog part's fitted kernel terms 
                        doctest::Contains("expected a GPU defined before x"), InputError);
 }
 
-TEST_CASE("a GPU or fabric replaced by a user catalog reaches the built-in instances that use it; plan rows cost at the plan's price") {
+TEST_CASE("a GPU or fabric replaced by a user catalog reaches the built-in instances that use it, plan rows cost at the plan's price") {
   std::string cat = temp_file("cat-gpu.yaml", R"(gpus:
   A100-SXM4-40GB:
     arch: ampere

@@ -102,7 +102,7 @@ TEST_CASE("random valid scenarios: no crash, finite times, consistent breakdowns
   CHECK(simulated == 300);
 }
 
-TEST_CASE("random scenarios: more NIC bandwidth is never slower; gradient bytes are conserved") {
+TEST_CASE("random scenarios: more NIC bandwidth is never slower, gradient bytes are conserved") {
   std::mt19937 a(7), b(7);
   for (int i = 0; i < 150; ++i) {
     Generated slow = generate(a, 1.0), fast = generate(b, 2.0);

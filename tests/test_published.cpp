@@ -29,15 +29,25 @@ TEST_CASE("MosaicML FSDP rows: the same parameter counts as published, MFU withi
   CHECK(mape < 0.10);
 }
 
-TEST_CASE("FSDP paper GPT-175B: TFLOPS per GPU within 10 %; MiCS claims and T5 are skipped with a reason") {
+TEST_CASE("FSDP paper GPT-175B: TFLOPS per GPU 10-12 % under the paper's, all of it the jitter term, MiCS claims and T5 are skipped with a reason") {
+  // Until 2026-12-04 this case never ran under ctest (its name held a ';', which CMake splits; see
+  // tests/main.cpp), and it claimed 10 %. Measured now: micsim -11.7 % (batch 1) and -10.4 % (batch 2)
+  // with the fitted Gaussian jitter, which stretches this 256-GPU step's compute by 13 %; without it
+  // -0.7 % and -0.3 %. The paper's 17-s steps scale linearly from 128 to 512 GPUs, so jitter at this
+  // scale over-charges long steps (docs/model.md sec 2.6). Asserted as it is, so a change shows.
   auto rows = load_training_dataset(data("training-results.csv"));
   auto cmp = compare_training(rows);
   int fsdp = 0;
   for (const auto& c : cmp)
     if (c.row.id.rfind("fsdp-gpt175b", 0) == 0) {
       ++fsdp;
-      CHECK_MESSAGE(std::fabs(c.error()) < 0.10, c.row.id << " predicted " << c.predicted);
+      CHECK_MESSAGE(c.error() < -0.05, c.row.id << " predicted " << c.predicted);
+      CHECK_MESSAGE(c.error() > -0.15, c.row.id << " predicted " << c.predicted);
       CHECK(c.row.metric == "hw_tflops_per_gpu");
+      Scenario quiet = parse_scenario_text(c.row.scenario_yaml, "<row>");
+      quiet.calibration.jitter_cv = 1e-12;
+      const double without_jitter = simulate_analytic(prepare_simulation(quiet)).hw_tflops_per_gpu;
+      CHECK_MESSAGE(std::fabs(without_jitter / c.row.published - 1) < 0.03, c.row.id << " without jitter " << without_jitter);
     }
   CHECK(fsdp == 2);
   int skipped = 0;
@@ -63,7 +73,7 @@ TEST_CASE("GEMM calibration: the A100 defaults reproduce the published cublasLt 
   CHECK(*fit.calibration.gemm_efficiency == doctest::Approx(0.812).epsilon(0.02));
 }
 
-TEST_CASE("micsim calibrate --gemm writes compute terms a scenario loads; bad GEMM CSVs are errors with a line") {
+TEST_CASE("micsim calibrate --gemm writes compute terms a scenario loads, bad GEMM CSVs are errors with a line") {
   using micsim::test::run_cli;
   using micsim::test::temp_file;
   std::string out = micsim::test::temp_path("gemm.yaml");

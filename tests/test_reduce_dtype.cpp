@@ -54,7 +54,7 @@ TEST_CASE("reduce_dtype fp32 doubles the gradient buffer (the reduce-scatter inp
   CHECK(m32.peak_bytes == doctest::Approx(m16.peak_bytes + m16.grad_buffer_bytes));
 }
 
-TEST_CASE("reduce_dtype: a bad value is an error naming the key; hand-offs carry the simulated precision") {
+TEST_CASE("reduce_dtype: a bad value is an error naming the key, hand-offs carry the simulated precision") {
   CHECK_THROWS_WITH_AS(scenario("p4d.24xlarge", 2, "gpt2-10b", "zero3", 2, 32, {"strategy.reduce_dtype=fp64"}),
                        doctest::Contains("strategy.reduce_dtype"), InputError);
   auto fp32 = scenario("p4d.24xlarge", 2, "gpt2-10b", "zero3", 2, 32, {"strategy.reduce_dtype=fp32"});

@@ -38,7 +38,7 @@ TEST_CASE("MiCS 2-hop: reduce-scatter in the group every micro-step, replication
   CHECK(c.by_kind["recompute"] == 4 * p.workload.model.layers);  // blocks only
 }
 
-TEST_CASE("HSDP (FSDP1 HYBRID_SHARD) all-reduces across groups every micro-step; FSDP2-style two_hop_sync defers it") {
+TEST_CASE("HSDP (FSDP1 HYBRID_SHARD) all-reduces across groups every micro-step, FSDP2-style two_hop_sync defers it") {
   auto fsdp1 = count(prepare_simulation(scenario("p4d.24xlarge", 4, "bert-10b", "hsdp", 8, 8 * 32 * 4, {"strategy.partition_size=8"})));
   for (int m = 0; m < 4; ++m) CHECK(fsdp1.per_micro["grad_all_reduce"][m] == fsdp1.per_micro["grad_reduce_scatter"][m]);
   auto fsdp2 = count(prepare_simulation(scenario("p4d.24xlarge", 4, "bert-10b", "hsdp", 8, 8 * 32 * 4,
@@ -46,7 +46,7 @@ TEST_CASE("HSDP (FSDP1 HYBRID_SHARD) all-reduces across groups every micro-step;
   CHECK(fsdp2.per_micro["grad_all_reduce"].size() == 1);
 }
 
-TEST_CASE("DDP reduces only at the accumulation boundary; ZeRO-3 reduce-scatters every micro-step over all GPUs") {
+TEST_CASE("DDP reduces only at the accumulation boundary, ZeRO-3 reduce-scatters every micro-step over all GPUs") {
   auto ddp = count(prepare_simulation(scenario("p4de.24xlarge", 2, "llama2-7b", "ddp", 1, 64, {}, 2048)));
   CHECK(ddp.per_micro["grad_all_reduce"].size() == 1);
   CHECK(ddp.by_kind.count("param_all_gather") == 0);

@@ -77,7 +77,7 @@ TEST_CASE("4:1 oversubscription slows ZeRO-3 across nodes, not MiCS with its par
   CHECK(azp / az1 == doctest::Approx(zp / z1).epsilon(0.10));
 }
 
-TEST_CASE("uplink sharing: rings that stay under one leaf are not slowed; crossing rings share the uplink") {
+TEST_CASE("uplink sharing: rings that stay under one leaf are not slowed, crossing rings share the uplink") {
   ParallelLayout l;
   l.nodes = 8, l.gpus_per_node = 8, l.world = 64, l.partition_size = 64, l.replication_size = 1;
   CollectiveEstimate e;
@@ -120,7 +120,7 @@ TEST_CASE("contention emerges: parameter gathers share the p3dn NIC with gradien
   CHECK(slowest > 1.5);                                  // next to a reduce-scatter (backward): shared
 }
 
-TEST_CASE("what-if: a straggler and a degraded NIC slow the whole step; the analytic engine ignores them") {
+TEST_CASE("what-if: a straggler and a degraded NIC slow the whole step, the analytic engine ignores them") {
   auto base = scenario("p4d.24xlarge", 4, "bert-10b", "zero3", 8, 256, {"model.layers=16"});
   const double t0 = des_time(base);
   auto slow = scenario("p4d.24xlarge", 4, "bert-10b", "zero3", 8, 256,

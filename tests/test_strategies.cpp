@@ -7,7 +7,7 @@ using namespace micsim;
 using micsim::test::run;
 using micsim::test::scenario;
 
-TEST_CASE("fits_in_memory: BERT-10B under DDP does not fit a 32 GB V100; ZeRO-3 on 16 of them does") {
+TEST_CASE("fits_in_memory: BERT-10B under DDP does not fit a 32 GB V100, ZeRO-3 on 16 of them does") {
   auto ddp = run(scenario("p3dn.24xlarge", 2, "bert-10b", "ddp", 8, 128));
   CHECK_FALSE(ddp.memory.fits);
   CHECK(ddp.memory.model_states_bytes == doctest::Approx(16.0 * ddp.params));  // 161 GB of states alone

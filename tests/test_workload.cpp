@@ -206,7 +206,7 @@ TEST_CASE("torchtitan's per-op checkpointing recomputes wk, wo, w3 and the eleme
   CHECK(kept == doctest::Approx(2.0 * T * (4 * h + kv + f) + 4.0 * m.heads * T));
 }
 
-TEST_CASE("early-stopped recompute: a full block's forward less its MLP down GEMM; an eager FP8 linear still runs it") {
+TEST_CASE("early-stopped recompute: a full block's forward less its MLP down GEMM, an eager FP8 linear still runs it") {
   const ModelSpec& m = *find_model_preset("llama3-8b");
   WorkloadOptions o;
   o.micro_batch = 2, o.seq_len = 4096, o.checkpointing = Checkpointing::Full, o.precision = Precision::BF16;
