@@ -25,7 +25,7 @@ namespace {
 // The corpus: per source group, errors with the constants fitted on every group (in sample) and, with
 // --leave-one-source-out, with constants fitted on the other groups only (out of sample).
 int run_corpus_validation(const std::string& dir, bool held_out, const std::string& json_path, const std::string& bands_path, bool quiet,
-                          int threads) {
+                          int threads, bool fit_stragglers) {
   OutputPlan outputs;
   outputs.output("--json", json_path);
   outputs.output("--write-bands", bands_path);
@@ -35,7 +35,10 @@ int run_corpus_validation(const std::string& dir, bool held_out, const std::stri
   for (const auto& r : rows) (r.skip_reason.empty() ? (void)++compared : (void)++skipped[r.skip_reason]);
   std::string text = fmt::format("training corpus {}: {} rows, {} compared on tokens/s per GPU\n", dir, rows.size(), compared);
   for (const auto& [why, n] : skipped) text += fmt::format("  skipped {:>4}: {}\n", n, why);
-  const CorpusConstants start;
+  CorpusConstants start;
+  // --fit-stragglers: the straggler terms are fitted too, from a start near the scaling series' own
+  // shape (2 stalls per GPU-hour of 125 ms); off, they stay 0 as micsim's defaults are.
+  if (fit_stragglers) start.straggler_stalls_per_gpu_hour = 2, start.straggler_stall_ms = 125;
   const CorpusConstants all = fit_corpus_constants(rows, start, threads);
   auto in_sample = predict_corpus(rows, all, threads);
   nlohmann::json j = {{"rows", rows.size()}, {"compared", compared}};
@@ -252,7 +255,7 @@ Runner add_validate(CLI::App& app) {
   struct Opts {
     std::vector<std::string> datasets;
     std::string instance, json, calibration, op, corpus, bands, megatron, export_row;
-    bool quiet = false, held_out = false;
+    bool quiet = false, held_out = false, fit_stragglers = false;
     int threads = 0;
   };
   auto o = std::make_shared<Opts>();
@@ -273,6 +276,9 @@ Runner add_validate(CLI::App& app) {
   cmd->add_option("--op", o->op, "Collective of a log that does not name it");
   cmd->add_option("--json", o->json, "Write rows and summaries as JSON to FILE ('-' = stdout)");
   cmd->add_flag("--quiet,-q", o->quiet, "Print the summary only");
+  cmd->add_flag("--fit-stragglers", o->fit_stragglers,
+                "With --corpus: also fit the straggler terms (calibration straggler_stalls_per_gpu_hour, straggler_stall_ms) "
+                "on the rows and the scaling series' per-GPU throughput change (off: they stay 0, micsim's default)");
   cmd->add_flag("--leave-one-source-out", o->held_out,
                 "nccl-tests: score each source with network terms fitted on the other sources only (per fabric, by node count)");
   return [o]() -> int {
@@ -289,7 +295,9 @@ Runner add_validate(CLI::App& app) {
       if (o->corpus.empty()) throw InputError({"--export-scenario", 0, 0}, "", "needs --corpus DIR (the row is one of the corpus's)");
       return export_corpus_scenario(o->corpus, o->export_row);
     }
-    if (!o->corpus.empty()) return run_corpus_validation(o->corpus, o->held_out, o->json, o->bands, o->quiet, o->threads);
+    if (o->fit_stragglers && o->corpus.empty()) throw InputError({"--fit-stragglers", 0, 0}, "", "needs --corpus DIR (it fits the corpus's constants)");
+    if (!o->corpus.empty())
+      return run_corpus_validation(o->corpus, o->held_out, o->json, o->bands, o->quiet, o->threads, o->fit_stragglers);
     if (!o->instance.empty()) lookup_instance("--instance", o->instance);
     OutputPlan outputs;
     outputs.input(o->calibration);

@@ -8,6 +8,7 @@
 
 #include "models/calibration/error_bands.hpp"
 #include "models/compute/jitter.hpp"
+#include "models/compute/stragglers.hpp"
 #include "sim/costs/uplink_sharing.hpp"
 
 namespace micsim {
@@ -34,6 +35,36 @@ static int jitter_sync_ranks(const TaskGraph& g, const ParallelLayout& l) {
   }
   int n = data * (has(GroupKind::Tensor) ? l.mp.tp : 1) * (has(GroupKind::PipelinePeer) ? 2 : 1);
   return std::clamp(n, 1, l.world);
+}
+
+// Weight of built micro-step m in the whole step: the graph holds the first, a few middle and the last
+// micro-step; the middle ones stand for all the others (extrapolate_micro_steps).
+static double micro_step_weight(const TaskGraph& g, int m) {
+  const int built = g.micro_steps, total = g.total_micro_steps;
+  const bool middle = m >= 1 && m <= built - 2;
+  return middle && built > 2 && total > built ? double(total - 2) / double(built - 2) : 1.0;
+}
+
+// The points of a step where the compute stream waits for a collective (a compute task with a
+// collective among its dependencies): the synchronisations a stalled rank delays. Collectives nothing
+// waits on until the step's end (bucketed gradient reductions) count once, at the optimizer.
+static double sync_points_per_step(const TaskGraph& g) {
+  double points = 0;
+  for (const Task& t : g.tasks) {
+    if (!is_compute(t.kind) || t.kind == TaskKind::CollectiveMemoryTraffic || t.kind == TaskKind::HostWork) continue;
+    bool waits = false;
+    for (uint32_t d = t.deps_begin; d < t.deps_end && !waits; ++d) waits = !is_compute(g.tasks[g.deps[d]].kind);
+    if (waits) points += micro_step_weight(g, t.micro_step);
+  }
+  return std::max(1.0, points);
+}
+
+// The mean rank's compute in one step (every compute-stream task, middle micro-steps extrapolated).
+static double step_compute_seconds(const TaskGraph& g, const OpCosts& c) {
+  double s = 0;
+  for (const Task& t : g.tasks)
+    if (is_compute(t.kind) && t.stream == StreamId::Compute && t.kind != TaskKind::PipelineBubble) s += c.compute_s[t.op] * micro_step_weight(g, t.micro_step);
+  return s;
 }
 
 // One pipeline stage (the whole model without pipelining): its workload, memory (holding `in_flight`
@@ -94,6 +125,8 @@ static PreparedSimulation prepare_stage(const Scenario& sc, const PrepareOptions
   if (!sc.parallelism.none() && !p.sharding.gathers_parameters) p.compute_slowdown = 1.0;
   p.costs = cost_operations(p.graph, p.workload, p.layout, compute, collectives, sc.training.flash_attention,
                             sc.training.optimizer, p.compute_slowdown, sc.training.optimizer_implementation);
+  p.sync_points = sync_points_per_step(p.graph);
+  p.step_compute_s = step_compute_seconds(p.graph, p.costs);
   const FabricLayout fabric = fabric_layout(sc.cluster);
   const int nic_links = nic_links_of(sc.cluster.instance);
   for (size_t i = 0; i < p.graph.comm_ops.size(); ++i)
@@ -191,8 +224,6 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
   std::vector<CollectiveSummary> collectives;
   {
     const TaskGraph& g = p.graph;
-    const int built = g.micro_steps, total = g.total_micro_steps;
-    const double middle_weight = built > 2 && total > built ? double(total - 2) / double(built - 2) : 1.0;
     std::map<std::pair<int, uint32_t>, size_t> row_of;
     std::map<size_t, double> calls;
     for (size_t i = 0; i < g.size(); ++i) {
@@ -210,8 +241,7 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
         it = row_of.emplace(key, collectives.size()).first;
         collectives.push_back(s);
       }
-      const bool middle = t.micro_step >= 1 && t.micro_step <= built - 2;
-      const double w = middle ? middle_weight : 1.0;
+      const double w = micro_step_weight(g, t.micro_step);
       calls[it->second] += w;
       collectives[it->second].total_s += w * (tl.tasks[i].end - tl.tasks[i].start);
     }
@@ -346,6 +376,14 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
                                       p.scenario.what_if.jitter_seed ? fmt::format("seed {}", *p.scenario.what_if.jitter_seed)
                                                                      : std::string("micsim's fixed seed")));
   }
+  if (const double f = straggler_factor(p); f > 0) {
+    const ComputeCalibration& c = p.compute_calibration;
+    r.sources.push_back(fmt::format("stragglers: {:.3g} stalls per GPU-hour of {:.0f} ms each (rare host stalls, Poisson); {:.0f} points per step "
+                                    "where compute waits for a collective among {} ranks, {:.3g} s of compute per step: compute x {:.4f} "
+                                    "(straggler_stalls_per_gpu_hour, straggler_stall_ms; {}; docs/model.md sec 2.6)",
+                                    c.straggler_rate_per_s * 3600, c.straggler_stall_s * 1e3, p.sync_points, p.sync_ranks, p.step_compute_s,
+                                    1 + f, engine == "analytic" ? "expected value" : "expected value, the same on every node"));
+  }
   if (!fw.is_ideal()) {
     r.sources.push_back(fmt::format("framework {}: {}", r.framework, fw.description));
     for (const auto& [mechanism, source] : fw.sources) r.sources.push_back(fmt::format("framework {} {}: {}", fw.name, mechanism, source));
@@ -414,7 +452,13 @@ int jitter_sync_groups(const PreparedSimulation& p) { return std::max(1, p.layou
 
 double analytic_jitter_factor(const PreparedSimulation& p) {
   const int micro_steps = static_cast<int>(std::min<int64_t>(p.scenario.grad_accumulation_steps(), 1 << 30));
-  return jitter_compute_factor(p.compute_calibration.jitter_cv, p.sync_ranks, jitter_sync_groups(p), micro_steps);
+  return jitter_compute_factor(p.compute_calibration.jitter_cv, p.sync_ranks, jitter_sync_groups(p), micro_steps) +
+         straggler_factor(p);
+}
+
+double straggler_factor(const PreparedSimulation& p) {
+  const ComputeCalibration& c = p.compute_calibration;
+  return straggler_slowdown(c.straggler_rate_per_s, c.straggler_stall_s, p.sync_ranks, p.layout.world, p.step_compute_s, p.sync_points);
 }
 
 SimulationResult simulate_analytic(const PreparedSimulation& p) {

@@ -35,6 +35,10 @@ struct PreparedSimulation {
   TaskGraph graph;
   int sync_ranks = 1;  // ranks one rank meets within a micro-step: who jitter waits for (from the graph)
   OpCosts costs;
+  // Per step (all micro-steps): the points where compute waits for a collective, and the mean rank's
+  // compute time; what a straggler's stall delays (models/compute/stragglers.hpp).
+  double sync_points = 1;
+  double step_compute_s = 0;
   double memory_utilisation = 0;  // peak / (capacity - reserve)
   double compute_slowdown = 1;    // from allocator pressure (ComputeCalibration)
   // Per collective (TaskGraph::comm_ops): how much its inter-node transfer stretches on oversubscribed
@@ -99,6 +103,8 @@ SimulationResult simulate_analytic(const PreparedSimulation& p);
 // `sync_ranks` ranks a micro-step meets, and of the groups that meet at the step's end
 // (jitter_compute_factor, models/compute/jitter.hpp).
 double analytic_jitter_factor(const PreparedSimulation& p);
+// Its straggler part: the step's compute stretched by other ranks' stalls (models/compute/stragglers.hpp).
+double straggler_factor(const PreparedSimulation& p);
 // The world / sync_ranks groups of such ranks, which meet only at the step's end, after its micro-steps.
 int jitter_sync_groups(const PreparedSimulation& p);
 

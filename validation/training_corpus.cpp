@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <regex>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -332,18 +333,19 @@ std::vector<CorpusRow> load_training_corpus(const std::string& dir) {
 const std::vector<std::string>& CorpusConstants::names() {
   static const std::vector<std::string> n = {"host_launch_us", "attention_scale_ampere", "memory_pressure_slowdown", "jitter_cv",
                                              "gemm_scale_volta", "gemm_scale_ampere", "gemm_scale_hopper", "triton_attention_scale",
-                                             "attention_scale_hopper"};
+                                             "attention_scale_hopper", "straggler_stalls_per_gpu_hour", "straggler_stall_ms"};
   return n;
 }
 std::vector<double> CorpusConstants::values() const {
   return {host_launch_s * 1e6, attention_scale_ampere, memory_pressure_slowdown, jitter_cv, gemm_scale_volta, gemm_scale_ampere, gemm_scale_hopper,
-          triton_attention_scale, attention_scale_hopper};
+          triton_attention_scale, attention_scale_hopper, straggler_stalls_per_gpu_hour, straggler_stall_ms};
 }
 CorpusConstants CorpusConstants::from(const std::vector<double>& v) {
   CorpusConstants k;
   k.host_launch_s = v[0] * 1e-6, k.attention_scale_ampere = v[1], k.memory_pressure_slowdown = v[2], k.jitter_cv = v[3];
   k.gemm_scale_volta = v[4], k.gemm_scale_ampere = v[5], k.gemm_scale_hopper = v[6];
   k.triton_attention_scale = v[7], k.attention_scale_hopper = v[8];
+  k.straggler_stalls_per_gpu_hour = v[9], k.straggler_stall_ms = v[10];
   return k;
 }
 
@@ -368,6 +370,8 @@ std::vector<CorpusPrediction> predict_corpus(const std::vector<CorpusRow>& rows,
       sc.calibration.host_launch_s = k.host_launch_s;
       sc.calibration.memory_pressure_slowdown = k.memory_pressure_slowdown;
       sc.calibration.jitter_cv = std::max(1e-9, k.jitter_cv);
+      sc.calibration.straggler_rate_per_s = k.straggler_stalls_per_gpu_hour / 3600.0;
+      sc.calibration.straggler_stall_s = k.straggler_stall_ms * 1e-3;
       sc.calibration.triton_attention_scale = k.triton_attention_scale;
       const GpuArch a = sc.cluster.instance.gpu.arch;
       sc.calibration.gemm_scale = a == GpuArch::Volta ? k.gemm_scale_volta : a >= GpuArch::Hopper ? k.gemm_scale_hopper : k.gemm_scale_ampere;
@@ -395,6 +399,19 @@ std::vector<CorpusPrediction> predict_corpus(const std::vector<CorpusRow>& rows,
 // off their names, so a constant added to CorpusConstants gets the prior by being named a scale.
 static bool is_scale_constant(int index) { return CorpusConstants::names()[index].find("scale") != std::string::npos; }
 
+// Scaling series among `preds`: for each, the predictions at its smallest and largest GPU count.
+static std::vector<std::pair<const CorpusPrediction*, const CorpusPrediction*>> series_ends(const std::vector<CorpusPrediction>& preds) {
+  std::map<std::string, std::vector<const CorpusPrediction*>> by;
+  for (const auto& p : preds)
+    if (!p.row->series.empty()) by[p.row->series].push_back(&p);
+  std::vector<std::pair<const CorpusPrediction*, const CorpusPrediction*>> out;
+  for (auto& [name, v] : by) {
+    auto [lo, hi] = std::minmax_element(v.begin(), v.end(), [](auto* a, auto* b) { return a->row->gpus < b->row->gpus; });
+    if ((*lo)->row->gpus < (*hi)->row->gpus) out.push_back({*lo, *hi});
+  }
+  return out;
+}
+
 CorpusConstants fit_corpus_constants(const std::vector<CorpusRow>& rows, const CorpusConstants& start, int threads) {
   const std::vector<double> v0 = start.values();
   // The host launch cost stays at its start value: no corpus row is launch-bound enough to determine it.
@@ -414,6 +431,23 @@ CorpusConstants fit_corpus_constants(const std::vector<CorpusRow>& rows, const C
   // its start (1 = the paper's ratios), so a held-out source of such rows is scored on the paper alone.
   if (std::any_of(rows.begin(), rows.end(), [](const CorpusRow& r) { return r.skip_reason.empty() && r.triton_attention; }))
     params.push_back({"triton_attention_scale", std::max(0.2, v0[7]), 0.2, 5}), fitted.push_back(7);
+  // Stragglers (opt-in: a start with both terms > 0, `validate --corpus --fit-stragglers`): fitted only
+  // where scaling series are in the fit, on their per-GPU throughput change too (rows at one GPU count
+  // cannot tell a stall that grows with the ranks from a slower kernel). Each series' change then weighs
+  // sqrt(rows / series), so all series together count as much as all rows. Off by default: held out it
+  // did not help (docs/model.md sec 2.6).
+  std::vector<std::pair<const CorpusPrediction*, const CorpusPrediction*>> no_series;
+  size_t n_series = 0, n_rows = 0;
+  const bool stragglers = v0[9] > 0 && v0[10] > 0;
+  if (stragglers) {
+    const std::vector<CorpusPrediction> probe = predict_corpus(rows, start, threads);
+    n_series = series_ends(probe).size(), n_rows = probe.size();
+  }
+  if (n_series > 0) {
+    params.push_back({"straggler_stalls_per_gpu_hour", v0[9], 0.0, 100.0}), fitted.push_back(9);
+    params.push_back({"straggler_stall_ms", v0[10], 1.0, 5000.0}), fitted.push_back(10);
+  }
+  const double series_weight = n_series > 0 ? std::sqrt(double(n_rows) / double(n_series)) : 0.0;
   auto expand = [&](const std::vector<double>& v) {
     std::vector<double> all = v0;
     for (size_t i = 0; i < fitted.size(); ++i) all[fitted[i]] = v[i];
@@ -421,7 +455,10 @@ CorpusConstants fit_corpus_constants(const std::vector<CorpusRow>& rows, const C
   };
   FitOutcome o = fit_least_squares(params, [&](const std::vector<double>& v) {
     std::vector<double> res;
-    for (const auto& p : predict_corpus(rows, expand(v), threads)) res.push_back(std::log(p.predicted / p.row->published));
+    const std::vector<CorpusPrediction> preds = predict_corpus(rows, expand(v), threads);
+    for (const auto& p : preds) res.push_back(std::log(p.predicted / p.row->published));
+    for (const auto& [lo, hi] : series_weight > 0 ? series_ends(preds) : no_series)
+      res.push_back(series_weight * (std::log(hi->predicted / lo->predicted) - std::log(hi->row->published / lo->row->published)));
     // A weak prior on every scale constant, centred on 1 (a step runs its kernels as fast as their
     // benchmarks do): log(scale) / sigma is one more residual each. With all rows it moves nothing that
     // the rows determine; with a large source held out it keeps constants the remaining rows barely

@@ -46,6 +46,7 @@ struct CorpusConstants {
   double attention_scale_hopper = 1.0;  // the same on Hopper (the kernel data differ per GPU in pass and head size)
   double memory_pressure_slowdown = 0.25;
   double jitter_cv = 0.01;              // per-rank compute-time noise (coefficient of variation)
+  double straggler_stalls_per_gpu_hour = 0, straggler_stall_ms = 0;  // rare long stalls (models/compute/stragglers.hpp); fit start
   double gemm_scale_volta = 1.0, gemm_scale_ampere = 1.0, gemm_scale_hopper = 1.0;  // sustained GEMMs per generation
   double triton_attention_scale = 1.0;  // FlashAttention in Triton against the paper's FA2 ratios
   static const std::vector<std::string>& names();
@@ -64,7 +65,9 @@ struct CorpusPrediction {
 // Simulates the comparable rows with the given constants (analytic engine; threads = every core).
 std::vector<CorpusPrediction> predict_corpus(const std::vector<CorpusRow>& rows, const CorpusConstants& k, int threads = 0);
 
-// Fits the constants on `rows` (Levenberg-Marquardt on log(predicted/published), Huber).
+// Fits the constants on `rows` (Levenberg-Marquardt on log(predicted/published), Huber), and on the
+// per-GPU throughput change of every scaling series among them (what the jitter and straggler terms
+// determine; see scaling_series_residuals).
 CorpusConstants fit_corpus_constants(const std::vector<CorpusRow>& rows, const CorpusConstants& start, int threads = 0);
 
 // The weak prior on every multiplicative scale constant fitted on training runs (the corpus fit and

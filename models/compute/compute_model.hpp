@@ -75,6 +75,10 @@ struct ComputeCalibration {
   // micro-step runs at the pace of the slowest of N draws (jitter_sync_ranks; fitted on the corpus,
   // whose scaling series determine it).
   double jitter_cv = 0.0463;      // micsim validate --corpus: fit on all rows (scaling series included)
+  // Stragglers (models/compute/stragglers.hpp): rare long stalls of a GPU's host, Poisson per GPU at
+  // this rate, each this long; every synchronisation waits for them (fitted with jitter_cv).
+  double straggler_rate_per_s = 0.0;
+  double straggler_stall_s = 0.0;
   double memory_pressure_onset = 0.5;
   double memory_pressure_slowdown = 0.081;  // refitted with the corpus (micsim validate --corpus)
   double memory_pressure_factor(double utilisation) const {

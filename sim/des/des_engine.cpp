@@ -85,6 +85,10 @@ class Run {
         compute_factor_[n] *= std::max(0.5, 1.0 + cv * (p.layout.world > 1 ? slowest : 0.0));
       }
     }
+    // Stragglers' stalls: their expected stretch on every node (stalls strike at moments a per-step factor
+    // cannot place; the analytic engine uses the same expectation, models/compute/stragglers.hpp).
+    if (const double f = straggler_factor(p); f > 0)
+      for (double& c : compute_factor_) c *= 1.0 + f;
     // A quotient run simulates the copy of the block that holds the cluster's slowest node (the one
     // that sets the pace where groups meet), with that copy's factors (slow node and jitter).
     const auto slowest = std::max_element(compute_factor_.begin(), compute_factor_.end());
