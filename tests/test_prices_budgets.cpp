@@ -201,6 +201,7 @@ TEST_CASE("a GPU or fabric replaced by a user catalog reaches the built-in insta
   std::string path = temp_file("plan-cost.yaml", kLlama);
   auto p = run_cli_stdout("plan " + path + " --price p4d.24xlarge=10 --json - -q");
   REQUIRE(p.status == 0);
-  for (const auto& row : nlohmann::json::parse(p.output)["ranking"])
+  const auto plan = nlohmann::json::parse(p.output);  // kept: a range-for over a temporary's member dangles
+  for (const auto& row : plan["ranking"])
     CHECK(row["cost"]["usd_per_hour"].get<double>() == doctest::Approx(row["usd_per_hour"].get<double>()));
 }
