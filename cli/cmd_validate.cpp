@@ -108,19 +108,13 @@ int run_corpus_validation(const std::string& dir, bool held_out, const std::stri
     j["band_coverage_per_source"] = coverage.per_source;
     j["band_coverage_groups"] = jc;
     // Scaling series: per-GPU throughput change from the smallest to the largest GPU count, held out.
-    std::map<std::string, std::vector<const CorpusPrediction*>> series;
-    for (const auto& p : h.predictions)
-      if (!p.row->series.empty()) series[p.row->series].push_back(&p);
     text += "\nscaling series, held out (per-GPU throughput change, smallest -> largest GPU count):\n";
     nlohmann::json jsr = nlohmann::json::array();
-    for (auto& [name, v] : series) {
-      std::sort(v.begin(), v.end(), [](auto* a, auto* b) { return a->row->gpus < b->row->gpus; });
-      if (v.size() < 2 || v.front()->row->gpus == v.back()->row->gpus) continue;
-      const double pub = v.back()->row->published / v.front()->row->published - 1;
-      const double pred = v.back()->predicted / v.front()->predicted - 1;
-      text += fmt::format("  {:<52}{:>5} -> {:>5} GPUs  published {:+6.1f} %  predicted {:+6.1f} %  ({:+.1f} points)\n", name.substr(0, 51),
-                          v.front()->row->gpus, v.back()->row->gpus, 100 * pub, 100 * pred, 100 * (pred - pub));
-      jsr.push_back({{"series", name}, {"from_gpus", v.front()->row->gpus}, {"to_gpus", v.back()->row->gpus}, {"published_change", pub},
+    for (const auto& [lo, hi] : scaling_series_ends(h.predictions)) {
+      const double pub = hi->row->published / lo->row->published - 1, pred = hi->predicted / lo->predicted - 1;
+      text += fmt::format("  {:<52}{:>5} -> {:>5} GPUs  published {:+6.1f} %  predicted {:+6.1f} %  ({:+.1f} points)\n",
+                          lo->row->series.substr(0, 51), lo->row->gpus, hi->row->gpus, 100 * pub, 100 * pred, 100 * (pred - pub));
+      jsr.push_back({{"series", lo->row->series}, {"from_gpus", lo->row->gpus}, {"to_gpus", hi->row->gpus}, {"published_change", pub},
                      {"predicted_change", pred}});
     }
     j["scaling_series"] = jsr;

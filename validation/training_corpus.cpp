@@ -399,15 +399,14 @@ std::vector<CorpusPrediction> predict_corpus(const std::vector<CorpusRow>& rows,
 // off their names, so a constant added to CorpusConstants gets the prior by being named a scale.
 static bool is_scale_constant(int index) { return CorpusConstants::names()[index].find("scale") != std::string::npos; }
 
-// Scaling series among `preds`: for each, the predictions at its smallest and largest GPU count.
-static std::vector<std::pair<const CorpusPrediction*, const CorpusPrediction*>> series_ends(const std::vector<CorpusPrediction>& preds) {
+std::vector<std::pair<const CorpusPrediction*, const CorpusPrediction*>> scaling_series_ends(const std::vector<CorpusPrediction>& preds) {
   std::map<std::string, std::vector<const CorpusPrediction*>> by;
   for (const auto& p : preds)
     if (!p.row->series.empty()) by[p.row->series].push_back(&p);
   std::vector<std::pair<const CorpusPrediction*, const CorpusPrediction*>> out;
   for (auto& [name, v] : by) {
-    auto [lo, hi] = std::minmax_element(v.begin(), v.end(), [](auto* a, auto* b) { return a->row->gpus < b->row->gpus; });
-    if ((*lo)->row->gpus < (*hi)->row->gpus) out.push_back({*lo, *hi});
+    std::stable_sort(v.begin(), v.end(), [](auto* a, auto* b) { return a->row->gpus < b->row->gpus; });
+    if (v.front()->row->gpus < v.back()->row->gpus) out.push_back({v.front(), v.back()});
   }
   return out;
 }
@@ -436,12 +435,12 @@ CorpusConstants fit_corpus_constants(const std::vector<CorpusRow>& rows, const C
   // cannot tell a stall that grows with the ranks from a slower kernel). Each series' change then weighs
   // sqrt(rows / series), so all series together count as much as all rows. Off by default: held out it
   // did not help (docs/model.md sec 2.6).
-  std::vector<std::pair<const CorpusPrediction*, const CorpusPrediction*>> no_series;
   size_t n_series = 0, n_rows = 0;
-  const bool stragglers = v0[9] > 0 && v0[10] > 0;
-  if (stragglers) {
-    const std::vector<CorpusPrediction> probe = predict_corpus(rows, start, threads);
-    n_series = series_ends(probe).size(), n_rows = probe.size();
+  if (v0[9] > 0 && v0[10] > 0) {
+    std::vector<CorpusPrediction> compared;  // the rows a fit compares; the series need no simulation to be counted
+    for (const auto& r : rows)
+      if (r.skip_reason.empty()) compared.push_back(CorpusPrediction{&r});
+    n_series = scaling_series_ends(compared).size(), n_rows = compared.size();
   }
   if (n_series > 0) {
     params.push_back({"straggler_stalls_per_gpu_hour", v0[9], 0.0, 100.0}), fitted.push_back(9);
@@ -457,8 +456,9 @@ CorpusConstants fit_corpus_constants(const std::vector<CorpusRow>& rows, const C
     std::vector<double> res;
     const std::vector<CorpusPrediction> preds = predict_corpus(rows, expand(v), threads);
     for (const auto& p : preds) res.push_back(std::log(p.predicted / p.row->published));
-    for (const auto& [lo, hi] : series_weight > 0 ? series_ends(preds) : no_series)
-      res.push_back(series_weight * (std::log(hi->predicted / lo->predicted) - std::log(hi->row->published / lo->row->published)));
+    if (series_weight > 0)
+      for (const auto& [lo, hi] : scaling_series_ends(preds))
+        res.push_back(series_weight * (std::log(hi->predicted / lo->predicted) - std::log(hi->row->published / lo->row->published)));
     // A weak prior on every scale constant, centred on 1 (a step runs its kernels as fast as their
     // benchmarks do): log(scale) / sigma is one more residual each. With all rows it moves nothing that
     // the rows determine; with a large source held out it keeps constants the remaining rows barely

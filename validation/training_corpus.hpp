@@ -65,6 +65,10 @@ struct CorpusPrediction {
 // Simulates the comparable rows with the given constants (analytic engine; threads = every core).
 std::vector<CorpusPrediction> predict_corpus(const std::vector<CorpusRow>& rows, const CorpusConstants& k, int threads = 0);
 
+// Scaling series among `preds` (rows sharing a `series` name): the predictions at the smallest and the
+// largest GPU count of each series that spans more than one (the first of equals, in `preds` order).
+std::vector<std::pair<const CorpusPrediction*, const CorpusPrediction*>> scaling_series_ends(const std::vector<CorpusPrediction>& preds);
+
 // Fits the constants on `rows` (Levenberg-Marquardt on log(predicted/published), Huber), and on the
 // per-GPU throughput change of every scaling series among them (what the jitter and straggler terms
 // determine; see scaling_series_residuals).

@@ -76,7 +76,8 @@ struct ComputeCalibration {
   // whose scaling series determine it).
   double jitter_cv = 0.0463;      // micsim validate --corpus: fit on all rows (scaling series included)
   // Stragglers (models/compute/stragglers.hpp): rare long stalls of a GPU's host, Poisson per GPU at
-  // this rate, each this long; every synchronisation waits for them (fitted with jitter_cv).
+  // this rate, each this long; every synchronisation waits for them. Off (0) by default: fitted with the
+  // corpus they did not help held out (validate --corpus --fit-stragglers; docs/model.md sec 2.6).
   double straggler_rate_per_s = 0.0;
   double straggler_stall_s = 0.0;
   double memory_pressure_onset = 0.5;
