@@ -93,3 +93,49 @@ TEST_CASE("a fabric's ll128 key decides whether LL128 runs across nodes, inside 
   ordered.network.fabric.ll128 = true;
   CHECK(uses_ll128(ordered, 4));
 }
+
+TEST_CASE("a ring across nodes pays its NVLink ramp's shortfall or its latency sum, whichever is larger, not both") {
+  // The NVLink ramp is measured on one-node rings, where NCCL's latency sum is a few microseconds;
+  // across nodes each ring step also waits for the hops that the latency charges (ring.cpp).
+  NetworkParams net = NetworkParams::from_instance(HardwareCatalog::builtin().instance("p5.48xlarge"));
+  net.inter_ramp_min = 1.0;  // network ramp off: only the NVLink one is in question
+  net.intra_ramp_min = 0.5;
+  net.intra_ramp_half_bytes = 16.0 * (1 << 20);
+  NetworkParams flat = net;
+  flat.intra_ramp_min = 1.0;  // no NVLink ramp at all
+  const auto op = CollectiveOp::AllGather;
+  const auto proto = Protocol::Simple;
+  // One node: the ramp's whole shortfall is charged (the ramp is all of the per-step cost there).
+  {
+    const auto g = GroupLayout::make(8, 1);
+    const double S = 64.0 * (1 << 20);
+    auto ramped = *estimate_ring(net, op, S, g, proto), plain = *estimate_ring(flat, op, S, g, proto);
+    const double step = S / 8, eff = 0.5 + 0.5 * step / (step + 16.0 * (1 << 20));
+    CHECK(ramped.latency_s == doctest::Approx(plain.latency_s));
+    CHECK(ramped.time_s - ramped.latency_s == doctest::Approx((plain.time_s - plain.latency_s) / eff).epsilon(1e-9));
+  }
+  // 32 nodes, 1 GiB: 255 steps whose latency sum (~2.5 ms) exceeds the shortfall, so the ramp adds nothing.
+  {
+    const auto g = GroupLayout::make(256, 32);
+    const double S = double(1 << 30);
+    auto ramped = *estimate_ring(net, op, S, g, proto), plain = *estimate_ring(flat, op, S, g, proto);
+    const double eff16 = 0.5 + 0.5 * (S / 256) / (S / 256 + 16.0 * (1 << 20));
+    const double shortfall = std::max(plain.intra_time_s / eff16, plain.inter_time_s) - std::max(plain.intra_time_s, plain.inter_time_s);
+    REQUIRE(shortfall > 0);
+    REQUIRE(shortfall < ramped.latency_s - net.call_overhead_s);
+    CHECK(ramped.time_s == doctest::Approx(plain.time_s).epsilon(1e-12));
+    // Past the latency sum the rest of the shortfall is charged: a deeper, slower ramp shows again.
+    NetworkParams slow = net;
+    slow.intra_ramp_min = 0.2;
+    slow.intra_ramp_half_bytes *= 64;
+    auto s = *estimate_ring(slow, op, S, g, proto);
+    const double eff = 0.2 + 0.8 * (S / 256) / (S / 256 + slow.intra_ramp_half_bytes);
+    // Simple: the slower tier sets the transfer (the ramp slows the NVLink one only).
+    const double big_shortfall = std::max(plain.intra_time_s / eff, plain.inter_time_s) - std::max(plain.intra_time_s, plain.inter_time_s);
+    const double latency_sum = s.latency_s - net.call_overhead_s;
+    REQUIRE(big_shortfall > latency_sum);
+    CHECK(s.time_s == doctest::Approx(plain.time_s + big_shortfall - latency_sum).epsilon(1e-9));
+    // The engines' split stays exact: time = latency + the slower tier.
+    CHECK(s.time_s == doctest::Approx(s.latency_s + std::max(s.intra_time_s, s.inter_time_s)).epsilon(1e-12));
+  }
+}

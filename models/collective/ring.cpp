@@ -27,24 +27,30 @@ std::optional<CollectiveEstimate> estimate_ring(const NetworkParams& net, Collec
   // Bytes per tier. Inside a node, r-1 of a node's r ring edges are NVLink (all r when k == 1).
   e.intra_bytes_per_gpu = r > 1 ? volume * (k > 1 ? double(r - 1) / r : 1.0) : 0.0;
   e.inter_bytes_per_node = k > 1 ? volume : 0.0;
-  // Each ring step moves S/n per rank; Simple and LL128 reach full rate only with large steps.
+  // Each ring step moves S/n per rank; Simple and LL128 reach full rate only with large steps (the
+  // ramps: NVLink's measured on one-node rings, the network's on multi-node rows with NCCL's latency
+  // beside it). Protocols: LL spends half of every line on flags and is capped (llMaxBws); LL128 keeps
+  // 120/128.
   const bool ramped = proto != Protocol::LL;
   const double step = bytes / double(n);
-  const double eff_intra = ramped ? net.intra_ramp(step) : 1.0;
-  const double eff_inter = ramped ? net.inter_ramp(step) : 1.0;
-  const double b_intra = net.intra_bytes_per_s * net.intra_efficiency * eff_intra;
-  const double t_intra = e.intra_bytes_per_gpu / b_intra;
-  const double t_inter = k > 1 ? e.inter_bytes_per_node / (net.inter_bandwidth_for(g) * eff_inter) : 0.0;
+  auto bandwidth_time = [&](bool intra_ramped, double& t_intra, double& t_inter) {
+    const double eff_intra = ramped && intra_ramped ? net.intra_ramp(step) : 1.0;
+    const double eff_inter = ramped ? net.inter_ramp(step) : 1.0;
+    t_intra = e.intra_bytes_per_gpu / (net.intra_bytes_per_s * net.intra_efficiency * eff_intra);
+    t_inter = k > 1 ? e.inter_bytes_per_node / (net.inter_bandwidth_for(g) * eff_inter) : 0.0;
+    double t = std::max(t_intra, t_inter);
+    if (proto == Protocol::LL) {
+      t = std::max(t / nccl::kLLEfficiency, volume / nccl::ll_max_bus_bw(net.arch, k));
+    } else if (proto == Protocol::LL128) {
+      const double t_lines = std::max(t_intra, t_inter / net.inter_ll128_efficiency) / nccl::kLL128Efficiency;
+      t = std::max(t_lines, volume / (net.channels * nccl::per_channel_ring_ll128_bw(net.arch)));
+    }
+    return t;
+  };
+  double t_intra = 0, t_inter = 0, t0_intra = 0, t0_inter = 0;
+  const double t_bw = bandwidth_time(true, t_intra, t_inter);
+  const double t_no_intra_ramp = bandwidth_time(false, t0_intra, t0_inter);
   e.bottleneck = t_inter > t_intra ? Tier::Inter : Tier::Intra;
-  double t_bw = std::max(t_intra, t_inter);
-
-  // Protocols: LL spends half of every line on flags and is capped (llMaxBws); LL128 keeps 120/128.
-  if (proto == Protocol::LL) {
-    t_bw = std::max(t_bw / nccl::kLLEfficiency, volume / nccl::ll_max_bus_bw(net.arch, k));
-  } else if (proto == Protocol::LL128) {
-    const double t_lines = std::max(t_intra, t_inter / net.inter_ll128_efficiency) / nccl::kLL128Efficiency;
-    t_bw = std::max(t_lines, volume / (net.channels * nccl::per_channel_ring_ll128_bw(net.arch)));
-  }
 
   // Latency (NCCL tuning.cc, ring): base + intra steps x NVLink latency + inter steps x network latency.
   double intra_lat = nccl::hw_latency(nccl::LinkClass::NVLink, NcclAlgorithm::Ring, proto) * net.intra_latency_scale;
@@ -60,8 +66,14 @@ std::optional<CollectiveEstimate> estimate_ring(const NetworkParams& net, Collec
   if (all_reduce && proto == Protocol::Simple && k > 1 && bytes / (net.channels * n) >= 64)
     lat *= nccl::ring_plateau_factor(net.arch);
   e.latency_s = lat + net.call_overhead_s;
-  e.time_s = e.latency_s + t_bw;
-  const double raw = std::max(t_intra, t_inter), scale = raw > 0 ? t_bw / raw : 0.0;
+  // The NVLink ramp and the latency sum are both a fixed cost per ring step. On one node, where the
+  // ramp is measured, NCCL's sum is a few microseconds and the ramp's shortfall is all of it; across
+  // nodes every step also waits for the hops NCCL's latency charges, so a step pays the larger of the
+  // two, not both: the NVLink ramp's shortfall counts only where it exceeds the latency sum. (The
+  // network ramp stays additive: it is fitted on multi-node rows with the latency already beside it.)
+  const double t_transfer = k > 1 ? t_no_intra_ramp + std::max(0.0, (t_bw - t_no_intra_ramp) - lat) : t_bw;
+  e.time_s = e.latency_s + t_transfer;
+  const double raw = std::max(t_intra, t_inter), scale = raw > 0 ? t_transfer / raw : 0.0;
   e.intra_time_s = t_intra * scale;
   e.inter_time_s = t_inter * scale;
   return e;
