@@ -37,6 +37,7 @@ json instance_json(const InstanceSpec& i) {
           {"intra_node", {{"kind", i.intra.kind}, {"gbytes_per_s_per_gpu", i.intra.bytes_per_s_per_gpu / 1e9}, {"nvls", i.intra.nvls}}},
           {"network", {{"nics", i.network.nics}, {"gbits_per_nic", i.network.bits_per_s_per_nic / 1e9}, {"fabric", i.network.fabric.name}}},
           {"nccl_tuner", i.nccl_tuner.empty() ? json(nullptr) : json(i.nccl_tuner)},
+          {"nccl_proto", i.nccl_proto.empty() ? json(nullptr) : json(i.nccl_proto)},
           {"on_demand_usd_per_hour", i.price_usd_per_hour ? json(*i.price_usd_per_hour) : json(nullptr)},
           {"price_note", i.price_note},
           {"prices", prices},

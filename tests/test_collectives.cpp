@@ -4,6 +4,8 @@
 
 #include "models/collective/collective.hpp"
 #include "models/hardware/catalog.hpp"
+#include "models/io/input_error.hpp"
+#include "sim/scenario/scenario.hpp"
 
 using namespace micsim;
 
@@ -15,9 +17,38 @@ TEST_CASE("8 A100 on NVSwitch: large all_reduce busbw near 230 GB/s, small all_r
   auto m = model_for("p4d.24xlarge");
   auto big = m.estimate(CollectiveOp::AllReduce, double(1 << 30), GroupLayout::make(8, 1));
   CHECK(big.busbw() / 1e9 == doctest::Approx(230.77).epsilon(0.03));  // NVIDIA/nccl#527: 230.77 GB/s
-  auto small = m.estimate(CollectiveOp::AllReduce, 8, GroupLayout::make(8, 1));
-  CHECK(small.time_s * 1e6 == doctest::Approx(15.0).epsilon(0.05));   // Ring LL: 6.6 + 14 x 0.6
+  // NCCL's free choice (without the EFA plugin's NCCL_PROTO=simple, below): ring LL, 6.6 + 14 x 0.6 us.
+  NetworkParams free = NetworkParams::from_instance(HardwareCatalog::builtin().instance("p4d.24xlarge"));
+  free.protocols.clear();
+  auto small = CollectiveModel(free).estimate(CollectiveOp::AllReduce, 8, GroupLayout::make(8, 1));
+  CHECK(small.time_s * 1e6 == doctest::Approx(15.0).epsilon(0.05));
   CHECK(small.protocol == Protocol::LL);
+}
+
+TEST_CASE("an instance's NCCL_PROTO holds for every collective: p4d runs Simple only, as aws-ofi-nccl sets it") {
+  // aws-ofi-nccl src/platform-aws.c: NCCL_PROTO=simple on p4d/p4de (LL/LL128 unsafe without 128-byte
+  // in-order delivery). An 8-byte all_reduce on 2 x p4de took 164.3 us (awsome-distributed-training
+  // nccl-tests README, 2024): the efa-p4 terms are fitted with Simple only.
+  for (const char* inst : {"p4d.24xlarge", "p4de.24xlarge"}) {
+    auto m = model_for(inst);
+    for (int nodes : {1, 2, 4})
+      for (double bytes : {8.0, 65536.0, double(1 << 30)})
+        CHECK(m.estimate(CollectiveOp::AllGather, bytes, GroupLayout::make(8 * nodes, nodes)).protocol == Protocol::Simple);
+    CHECK(m.estimate(CollectiveOp::AllReduce, 8, GroupLayout::make(16, 2)).time_s * 1e6 == doctest::Approx(164.3).epsilon(0.10));
+  }
+  // Other instances keep NCCL's choice (LL for small messages).
+  CHECK(model_for("p5.48xlarge").estimate(CollectiveOp::AllReduce, 8, GroupLayout::make(8, 1)).protocol == Protocol::LL);
+  // The value reads like NCCL_PROTO: a list, any case; anything else is refused.
+  CHECK(parse_nccl_proto("simple") == std::vector<Protocol>{Protocol::Simple});
+  CHECK(parse_nccl_proto("LL, ll128") == std::vector<Protocol>{Protocol::LL, Protocol::LL128});
+  CHECK(parse_nccl_proto("")->empty());
+  CHECK_FALSE(parse_nccl_proto("simpel"));
+  // A scenario may set its own (cluster.nccl_proto), as NCCL_PROTO in the job's environment would.
+  const std::string sc = "cluster: {instance: p4d.24xlarge, nodes: 2}\nmodel: {preset: bert-10b}\n"
+                         "training: {seq_len: 512, micro_batch: 1, global_batch: 16}\nstrategy: {kind: zero3}\n";
+  CHECK(parse_scenario_text(sc, "<p4d>").cluster.instance.nccl_proto == "simple");
+  CHECK(parse_scenario_text(sc, "<p4d>", {"cluster.nccl_proto=LL,Simple"}).cluster.instance.nccl_proto == "LL,Simple");
+  CHECK_THROWS_WITH_AS(parse_scenario_text(sc, "<p4d>", {"cluster.nccl_proto=fast"}), doctest::Contains("cluster.nccl_proto"), InputError);
 }
 
 TEST_CASE("tree is chosen over ring for mid-size all_reduce on 2 nodes, and busbw then exceeds the NIC line rate") {

@@ -22,6 +22,9 @@ std::optional<CollectiveOp> parse_collective_op(const std::string& s);  // "all_
 enum class Protocol { LL, LL128, Simple };
 const char* to_string(Protocol p);
 std::optional<Protocol> parse_protocol(const std::string& s);  // "LL", "LL128", "Simple"
+// An NCCL_PROTO value ("simple", "LL,LL128"; any case) as the protocols it allows; nullopt if any item
+// is not one; an empty string allows all (empty vector).
+std::optional<std::vector<Protocol>> parse_nccl_proto(const std::string& value);
 
 // A class of link. NVLink/NVSwitch inside a node; the node's NICs and the fabric between nodes.
 enum class Tier { Intra, Inter };
@@ -69,6 +72,7 @@ struct NetworkParams {
   int nics = 1;
   std::vector<NcclAlgorithm> inter_algorithms;  // allowed across nodes (empty = all)
   std::vector<Protocol> inter_protocols;        // allowed across nodes (empty = all)
+  std::vector<Protocol> protocols;              // allowed for every collective: the instance's NCCL_PROTO (empty = all)
   // The tuner plugin the instance loads (nullptr: none). Where one of its regions holds a collective,
   // its choice replaces the fastest-candidate rule, and it may pick a protocol the fabric's free
   // choice excludes (inter_protocols), as the plugin does on NCCL's cost table.

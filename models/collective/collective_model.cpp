@@ -1,6 +1,7 @@
 // Picks what NCCL would run: every allowed (algorithm, protocol) pair is costed and the fastest wins
 // (NCCL enqueue.cc topoGetAlgoInfo). NCCL_ALGO / NCCL_PROTO-like overrides restrict the set.
 #include <algorithm>
+#include <cctype>
 #include <stdexcept>
 
 #include "models/collective/collective.hpp"
@@ -32,6 +33,32 @@ const char* to_string(Protocol p) {
     case Protocol::Simple: return "Simple";
   }
   return "?";
+}
+
+std::optional<std::vector<Protocol>> parse_nccl_proto(const std::string& value) {
+  std::vector<Protocol> out;
+  std::string item;
+  auto take = [&]() {
+    std::string t;
+    for (char c : item) if (c != ' ') t += char(std::tolower(static_cast<unsigned char>(c)));
+    item.clear();
+    if (t.empty()) return true;
+    for (auto p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
+      std::string name = to_string(p);
+      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+      if (t == name) return out.push_back(p), true;
+    }
+    return false;
+  };
+  for (char c : value) {
+    if (c == ',') {
+      if (!take()) return std::nullopt;
+    } else {
+      item += c;
+    }
+  }
+  if (!take()) return std::nullopt;
+  return out;
 }
 
 std::optional<Protocol> parse_protocol(const std::string& s) {
@@ -83,8 +110,10 @@ NetworkParams NetworkParams::from_instance(const InstanceSpec& inst) {
   p.inter_ramp_min = inst.network.fabric.ramp_min;
   p.inter_ramp_half_bytes = inst.network.fabric.ramp_half_bytes;
   if (!inst.nccl_tuner.empty()) p.tuner = find_nccl_tuner(inst.nccl_tuner);
+  if (auto protos = parse_nccl_proto(inst.nccl_proto)) p.protocols = *protos;  // validated at catalog load
   p.source = "catalog defaults for " + inst.name + " (fabric " + inst.network.fabric.name +
-             (p.tuner ? ", tuner " + p.tuner->name : std::string()) + ")";
+             (p.tuner ? ", tuner " + p.tuner->name : std::string()) +
+             (inst.nccl_proto.empty() ? std::string() : ", NCCL_PROTO " + inst.nccl_proto) + ")";
   return p;
 }
 
@@ -113,6 +142,7 @@ std::vector<CollectiveEstimate> CollectiveModel::candidates(CollectiveOp op, dou
   std::vector<CollectiveEstimate> out;
   for (auto proto : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
     if (g.nodes > 1 && !allowed(net_.inter_protocols, proto)) continue;
+    if (!allowed(net_.protocols, proto)) continue;  // NCCL_PROTO, as the instance's plugin sets it
     for (auto est : {estimate_ring(net_, op, bytes, g, proto), estimate_tree(net_, op, bytes, g, proto),
                      estimate_nvls(net_, op, bytes, g, proto)}) {
       if (!est) continue;

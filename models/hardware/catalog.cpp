@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "models/catalog/catalog_data.hpp"
+#include "models/collective/collective.hpp"
 #include "models/collective/nccl_tuner.hpp"
 #include "models/hardware/power_limit.hpp"
 #include "models/hardware/prices.hpp"
@@ -245,7 +246,7 @@ FabricSpec HardwareCatalog::parse_fabric(const YamlNode& n, const std::string& n
 }
 
 InstanceSpec HardwareCatalog::parse_instance(const YamlNode& n, const std::string& name) const {
-  n.check_keys({"gpu", "gpus_per_node", "intra_node", "network", "nccl_tuner", "price_usd_per_hour", "price_note", "source"});
+  n.check_keys({"gpu", "gpus_per_node", "intra_node", "network", "nccl_tuner", "nccl_proto", "price_usd_per_hour", "price_note", "source"});
   InstanceSpec s;
   s.name = name;
   YamlNode gpu = n.at("gpu");
@@ -294,6 +295,11 @@ InstanceSpec HardwareCatalog::parse_instance(const YamlNode& n, const std::strin
     s.nccl_tuner = t->as_string();
     if (!s.nccl_tuner.empty() && !find_nccl_tuner(s.nccl_tuner))
       t->fail(fmt::format("unknown NCCL tuner '{}'; known: {}", s.nccl_tuner, join_choices(nccl_tuner_names())));
+  }
+  if (auto p = n.get("nccl_proto")) {
+    s.nccl_proto = p->as_string();
+    if (!parse_nccl_proto(s.nccl_proto))
+      p->fail(fmt::format("nccl_proto '{}': expected a comma-separated list of LL, LL128, Simple (as NCCL_PROTO)", s.nccl_proto));
   }
   if (auto p = n.get("price_usd_per_hour")) s.price_usd_per_hour = p->as_double_in(0, 1e6), s.price_explicit = true;
   if (auto p = n.get("price_note")) s.price_note = p->as_string();

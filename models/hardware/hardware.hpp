@@ -124,6 +124,9 @@ struct InstanceSpec {
   bool price_explicit = false;               // given in the instance entry (else from the price book)
   std::string price_note;
   std::string nccl_tuner;                    // NCCL tuner plugin the instance's images load (nccl_tuners.yaml); "" = none
+  // NCCL_PROTO as the instance's network plugin sets it for the whole process (every collective, inside
+  // a node too), e.g. "simple"; "" = NCCL's free choice. Comma-separated LL, LL128, Simple (any case).
+  std::string nccl_proto;
   std::string source;
 };
 

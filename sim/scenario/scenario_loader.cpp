@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <functional>
 
+#include "models/collective/collective.hpp"
 #include "models/hardware/catalog.hpp"
 #include "models/hardware/power_limit.hpp"
 #include "models/io/input_file.hpp"
@@ -24,7 +25,7 @@ std::string resolve_relative(const std::string& base_file, const std::string& pa
 }
 
 ClusterSpec parse_cluster(const YamlNode& n) {
-  n.check_keys({"instance", "nodes", "fabric", "gpu_power_limit_w"});
+  n.check_keys({"instance", "nodes", "fabric", "gpu_power_limit_w", "nccl_proto"});
   ClusterSpec c;
   const auto& cat = HardwareCatalog::builtin();
   YamlNode inst = n.at("instance");
@@ -42,6 +43,12 @@ ClusterSpec parse_cluster(const YamlNode& n) {
     c.instance = *spec;
   }
   c.nodes = static_cast<int>(n.at("nodes").as_int_in(1, 1 << 20));
+  // NCCL_PROTO for this cluster's processes, in place of what the instance's network plugin sets ("" = all).
+  if (auto p = n.get("nccl_proto")) {
+    c.instance.nccl_proto = p->as_string();
+    if (!parse_nccl_proto(c.instance.nccl_proto))
+      p->fail(fmt::format("'{}': expected a comma-separated list of LL, LL128, Simple (as NCCL_PROTO), or \"\" for all", c.instance.nccl_proto));
+  }
   // Every GPU of the cluster run under this limit (nvidia-smi -pl), in place of the part's default.
   if (auto p = n.get("gpu_power_limit_w")) {
     const double w = p->as_double_in(1, 1e5);
