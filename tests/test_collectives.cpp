@@ -38,6 +38,11 @@ TEST_CASE("an instance's NCCL_PROTO holds for every collective: p4d runs Simple 
   }
   // Other instances keep NCCL's choice (LL for small messages).
   CHECK(model_for("p5.48xlarge").estimate(CollectiveOp::AllReduce, 8, GroupLayout::make(8, 1)).protocol == Protocol::LL);
+  // A tuner plugin cannot pick a protocol NCCL_PROTO leaves out (p5 at 4 nodes, 64 MiB: the region says tree LL128).
+  NetworkParams p5 = NetworkParams::from_instance(HardwareCatalog::builtin().instance("p5.48xlarge"));
+  CHECK(CollectiveModel(p5).estimate(CollectiveOp::AllReduce, 64.0 * (1 << 20), GroupLayout::make(32, 4)).protocol == Protocol::LL128);
+  p5.protocols = {Protocol::Simple};
+  CHECK(CollectiveModel(p5).estimate(CollectiveOp::AllReduce, 64.0 * (1 << 20), GroupLayout::make(32, 4)).protocol == Protocol::Simple);
   // The value reads like NCCL_PROTO: a list, any case; anything else is refused.
   CHECK(parse_nccl_proto("simple") == std::vector<Protocol>{Protocol::Simple});
   CHECK(parse_nccl_proto("LL, ll128") == std::vector<Protocol>{Protocol::LL, Protocol::LL128});

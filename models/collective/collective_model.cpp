@@ -160,6 +160,7 @@ std::vector<CollectiveEstimate> CollectiveModel::candidates(CollectiveOp op, dou
 std::optional<CollectiveEstimate> CollectiveModel::tuner_choice(CollectiveOp op, double bytes, const GroupLayout& g) const {
   if (!net_.tuner) return std::nullopt;
   for (const TunerRegion* r : net_.tuner->matches(op, bytes, g.ranks, g.nodes)) {
+    if (!allowed(net_.protocols, r->protocol)) continue;  // NCCL_PROTO disables it in the cost table the plugin fills
     std::optional<CollectiveEstimate> e;
     switch (r->algorithm) {
       case NcclAlgorithm::Ring: e = estimate_ring(net_, op, bytes, g, r->protocol); break;
