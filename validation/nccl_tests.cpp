@@ -141,8 +141,7 @@ CollectiveChoice forced_choice(const std::string& text, CollectiveOp op) {
     for (auto x : {NcclAlgorithm::Ring, NcclAlgorithm::Tree, NcclAlgorithm::NVLS, NcclAlgorithm::NVLSTree})
       if (canonical(to_string(x)) == a) c.algorithm = x;
   if (const std::string p = single_choice(env_value(text, "NCCL_PROTO"), op); !p.empty())
-    for (auto x : {Protocol::LL, Protocol::LL128, Protocol::Simple})
-      if (canonical(to_string(x)) == p) c.protocol = x;
+    if (auto protos = parse_nccl_proto(p); protos && protos->size() == 1) c.protocol = protos->front();
   return c;
 }
 

@@ -22,8 +22,8 @@ std::optional<CollectiveOp> parse_collective_op(const std::string& s);  // "all_
 enum class Protocol { LL, LL128, Simple };
 const char* to_string(Protocol p);
 std::optional<Protocol> parse_protocol(const std::string& s);  // "LL", "LL128", "Simple"
-// An NCCL_PROTO value ("simple", "LL,LL128"; any case) as the protocols it allows; nullopt if any item
-// is not one; an empty string allows all (empty vector).
+// An NCCL_PROTO value ("simple", "LL,LL128", "^LL128"; any case) as the protocols it allows; nullopt if
+// an item is not a protocol or nothing is left; an empty string allows all (empty vector).
 std::optional<std::vector<Protocol>> parse_nccl_proto(const std::string& value);
 
 // A class of link. NVLink/NVSwitch inside a node; the node's NICs and the fabric between nodes.

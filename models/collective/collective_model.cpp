@@ -2,6 +2,7 @@
 // (NCCL enqueue.cc topoGetAlgoInfo). NCCL_ALGO / NCCL_PROTO-like overrides restrict the set.
 #include <algorithm>
 #include <cctype>
+#include <sstream>
 #include <stdexcept>
 
 #include "models/collective/collective.hpp"
@@ -36,29 +37,29 @@ const char* to_string(Protocol p) {
 }
 
 std::optional<std::vector<Protocol>> parse_nccl_proto(const std::string& value) {
-  std::vector<Protocol> out;
-  std::string item;
-  auto take = [&]() {
-    std::string t;
-    for (char c : item) if (c != ' ') t += char(std::tolower(static_cast<unsigned char>(c)));
-    item.clear();
-    if (t.empty()) return true;
-    for (auto p : {Protocol::LL, Protocol::LL128, Protocol::Simple}) {
-      std::string name = to_string(p);
-      std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-      if (t == name) return out.push_back(p), true;
-    }
-    return false;
-  };
-  for (char c : value) {
-    if (c == ',') {
-      if (!take()) return std::nullopt;
-    } else {
-      item += c;
-    }
+  const std::vector<Protocol> all = {Protocol::LL, Protocol::LL128, Protocol::Simple};
+  const bool exclude = !value.empty() && value.front() == '^';  // NCCL's "^LL128": all but these
+  std::vector<Protocol> named;
+  std::istringstream items(exclude ? value.substr(1) : value);
+  for (std::string item; std::getline(items, item, ',');) {
+    item.erase(std::remove(item.begin(), item.end(), ' '), item.end());
+    if (item.empty()) continue;
+    auto same = [&](Protocol p) {
+      const std::string n = to_string(p);
+      return n.size() == item.size() && std::equal(n.begin(), n.end(), item.begin(), [](char a, char b) {
+               return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+             });
+    };
+    auto p = std::find_if(all.begin(), all.end(), same);
+    if (p == all.end()) return std::nullopt;
+    named.push_back(*p);
   }
-  if (!take()) return std::nullopt;
-  return out;
+  if (!exclude) return named;
+  std::vector<Protocol> kept;
+  for (auto p : all)
+    if (std::find(named.begin(), named.end(), p) == named.end()) kept.push_back(p);
+  if (kept.empty()) return std::nullopt;  // excludes every protocol: nothing could run
+  return kept;
 }
 
 std::optional<Protocol> parse_protocol(const std::string& s) {

@@ -33,23 +33,18 @@ std::optional<CollectiveEstimate> estimate_ring(const NetworkParams& net, Collec
   // 120/128.
   const bool ramped = proto != Protocol::LL;
   const double step = bytes / double(n);
-  auto bandwidth_time = [&](bool intra_ramped, double& t_intra, double& t_inter) {
-    const double eff_intra = ramped && intra_ramped ? net.intra_ramp(step) : 1.0;
-    const double eff_inter = ramped ? net.inter_ramp(step) : 1.0;
-    t_intra = e.intra_bytes_per_gpu / (net.intra_bytes_per_s * net.intra_efficiency * eff_intra);
-    t_inter = k > 1 ? e.inter_bytes_per_node / (net.inter_bandwidth_for(g) * eff_inter) : 0.0;
-    double t = std::max(t_intra, t_inter);
-    if (proto == Protocol::LL) {
-      t = std::max(t / nccl::kLLEfficiency, volume / nccl::ll_max_bus_bw(net.arch, k));
-    } else if (proto == Protocol::LL128) {
-      const double t_lines = std::max(t_intra, t_inter / net.inter_ll128_efficiency) / nccl::kLL128Efficiency;
-      t = std::max(t_lines, volume / (net.channels * nccl::per_channel_ring_ll128_bw(net.arch)));
-    }
-    return t;
+  const double t_intra_line = e.intra_bytes_per_gpu / (net.intra_bytes_per_s * net.intra_efficiency);  // no ramp
+  const double t_intra = t_intra_line / (ramped ? net.intra_ramp(step) : 1.0);
+  const double t_inter = k > 1 ? e.inter_bytes_per_node / (net.inter_bandwidth_for(g) * (ramped ? net.inter_ramp(step) : 1.0)) : 0.0;
+  auto with_protocol = [&](double intra, double inter) {
+    if (proto == Protocol::LL) return std::max(std::max(intra, inter) / nccl::kLLEfficiency, volume / nccl::ll_max_bus_bw(net.arch, k));
+    if (proto == Protocol::LL128)
+      return std::max(std::max(intra, inter / net.inter_ll128_efficiency) / nccl::kLL128Efficiency,
+                      volume / (net.channels * nccl::per_channel_ring_ll128_bw(net.arch)));
+    return std::max(intra, inter);
   };
-  double t_intra = 0, t_inter = 0, t0_intra = 0, t0_inter = 0;
-  const double t_bw = bandwidth_time(true, t_intra, t_inter);
-  const double t_no_intra_ramp = bandwidth_time(false, t0_intra, t0_inter);
+  const double t_bw = with_protocol(t_intra, t_inter);
+  const double t_no_intra_ramp = with_protocol(t_intra_line, t_inter);
   e.bottleneck = t_inter > t_intra ? Tier::Inter : Tier::Intra;
 
   // Latency (NCCL tuning.cc, ring): base + intra steps x NVLink latency + inter steps x network latency.
