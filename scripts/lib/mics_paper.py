@@ -221,8 +221,8 @@ def main():
         at = [f"cluster.nodes={best_gpus // 8}"] + FRAMEWORK[1::2]
         parts = []
         for label, sets in P4D_SENSITIVITY:
-            m = simulate(path, at + ["strategy.kind=mics"] + sets)["samples_per_s"]
-            z = simulate(path, at + ["strategy.kind=zero3"] + sets)["samples_per_s"]
+            m = simulate(path, at + ["strategy.kind=mics"] + sets, a.engine)["samples_per_s"]
+            z = simulate(path, at + ["strategy.kind=zero3"] + sets, a.engine)["samples_per_s"]
             parts.append(f"{label} {m / z:.2f}x")
         print("; ".join(parts))
     for name, base, g, em, ez in summary:
