@@ -71,6 +71,8 @@ json fabric_json(const FabricSpec& f) {
           {"bandwidth_efficiency_at_scale", f.bandwidth_efficiency_at_scale},
           {"ll128_efficiency", f.ll128_efficiency},
           {"tree_efficiency_at_scale", f.tree_efficiency_at_scale},
+          {"ramp_min", f.ramp_min},
+          {"ramp_half_kib", f.ramp_half_bytes / 1024.0},
           {"source", f.source}};
 }
 

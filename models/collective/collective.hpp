@@ -25,6 +25,9 @@ std::optional<Protocol> parse_protocol(const std::string& s);  // "LL", "LL128",
 // An NCCL_PROTO value ("simple", "LL,LL128", "^LL128"; any case) as the protocols it allows; nullopt if
 // an item is not a protocol or nothing is left; an empty string allows all (empty vector).
 std::optional<std::vector<Protocol>> parse_nccl_proto(const std::string& value);
+// What a loader says when parse_nccl_proto refuses a value.
+inline constexpr const char* kNcclProtoExpected =
+    "expected a comma-separated list of LL, LL128, Simple, or ^ and the ones to leave out (as NCCL_PROTO)";
 
 // A class of link. NVLink/NVSwitch inside a node; the node's NICs and the fabric between nodes.
 enum class Tier { Intra, Inter };

@@ -299,7 +299,7 @@ InstanceSpec HardwareCatalog::parse_instance(const YamlNode& n, const std::strin
   if (auto p = n.get("nccl_proto")) {
     s.nccl_proto = p->as_string();
     if (!parse_nccl_proto(s.nccl_proto))
-      p->fail(fmt::format("nccl_proto '{}': expected a comma-separated list of LL, LL128, Simple, or ^ and the ones to leave out (as NCCL_PROTO)", s.nccl_proto));
+      p->fail(fmt::format("nccl_proto '{}': {}", s.nccl_proto, kNcclProtoExpected));
   }
   if (auto p = n.get("price_usd_per_hour")) s.price_usd_per_hour = p->as_double_in(0, 1e6), s.price_explicit = true;
   if (auto p = n.get("price_note")) s.price_note = p->as_string();

@@ -15,7 +15,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MICSIM = os.path.join(ROOT, "build", "micsim")
 OUT = os.path.join(ROOT, "build", "mics-paper")
-FRAMEWORK = ["--set", "strategy.framework=deepspeed", "--set", "strategy.version=0.5.4"]
+FRAMEWORK = ["strategy.framework=deepspeed", "strategy.version=0.5.4"]  # --set values
 TOLERANCE = 0.15  # relative: a prediction within 15 % of a claim agrees with it
 
 # Workload -> node counts (8 GPUs per node): p3dn 16-128 GPUs, p4d 16-512 GPUs (the paper's ranges).
@@ -38,15 +38,25 @@ CLAIMS = {
     "peak": 0.545,        # "saturate over 54.5% theoretical computation power of each GPU"
 }
 
-# What the p4d ratios rest on that no p4d measurement pins down (each row a what-if, none a fit): the
-# protocol (aws-ofi-nccl has forced NCCL_PROTO=simple on p4d since 2023; what the paper's 2021 runs used is
-# not published) and the efa-p4 bandwidth ramp (fitted on 2-node all_reduce rows, which NCCL runs as trees).
-P4D_SENSITIVITY = [
-    ("LL and LL128 allowed (NCCL_PROTO unset, as before aws-ofi-nccl forced Simple in 2023)", ['cluster.nccl_proto=""']),
-    ("efa-v2's ring-fitted ramp instead of efa-p4's tree-fitted one",
-     ["calibration=scenarios/mics-paper/what-if/p4d-ring-ramp-as-efa-v2.yaml"]),
-    ("both", ['cluster.nccl_proto=""', "calibration=scenarios/mics-paper/what-if/p4d-ring-ramp-as-efa-v2.yaml"]),
-]
+# What the p4d ratios rest on that no p4d measurement pins down (what-ifs, none a fit): the protocol
+# (aws-ofi-nccl has forced NCCL_PROTO=simple on p4d since 2023; what the paper's 2021 runs used is not
+# published) and the efa-p4 bandwidth ramp, fitted on 2-node all_reduce rows only, which NCCL runs as
+# trees, then applied to ZeRO-3's 16-128-rank rings. The alternative ramp is efa-v2's, fitted on p5 rows
+# that include rings at 4-32 nodes, read from the catalog when the script runs.
+ANY_PROTOCOL = ['cluster.nccl_proto=""']
+
+
+def ring_ramp_what_if():
+    """Writes a p4d calibration (under OUT) with efa-v2's ramp in place of efa-p4's; returns its --set."""
+    shown = subprocess.run([MICSIM, "catalog", "show", "efa-v2", "--json", "-"], capture_output=True, text=True, check=True)
+    fabric = json.loads(shown.stdout)
+    path = os.path.join(OUT, "what-if-p4d-ring-ramp.yaml")
+    with open(path, "w") as out:
+        out.write('instance: "p4d.24xlarge"\n')
+        out.write('source: "what-if: the efa-v2 ring-fitted ramp on p4d (scripts/reproduce-mics-paper); not a p4d measurement"\n')
+        out.write(f"network:\n  inter_ramp_min: {fabric['ramp_min']}\n  inter_ramp_half_kib: {fabric['ramp_half_kib']}\n")
+    return ["calibration=" + path]
+
 
 # The ablation: DeepSpeed-2021 ZeRO-3 mechanisms removed one at a time (strategy.mechanisms what-ifs).
 ABLATION = [
@@ -80,7 +90,8 @@ def sweep(name, nodes, engine, strategies=STRATEGIES, framework=True):
     cmd = [MICSIM, "sweep", path, "--vary", "cluster.nodes=" + ",".join(map(str, nodes)), "--vary",
            "strategy.kind=" + strategies, "--weak", "--engine", engine, "--json", out, "--csv", os.path.join(OUT, name + ".csv"), "-q"]
     if framework:
-        cmd += FRAMEWORK
+        for f in FRAMEWORK:
+            cmd += ["--set", f]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"micsim sweep failed for {name}:\n{r.stderr}")
@@ -106,7 +117,7 @@ def fmt_row(row):
 def headline():
     """BERT-10B, 16 p3dn, micro-batch 8 x 4, p = 8: the ratio, the scaling-efficiency ratio, and the ablation."""
     path = os.path.join(ROOT, "scenarios", "mics-paper", "bert-10b-p3dn.yaml")
-    base = ["training.grad_accumulation_steps=4", "strategy.partition_size=8", "strategy.framework=deepspeed", "strategy.version=0.5.4"]
+    base = ["training.grad_accumulation_steps=4", "strategy.partition_size=8"] + FRAMEWORK
     at = lambda kind, nodes, extra=(), engine="analytic": simulate(path, base + [f"cluster.nodes={nodes}", f"strategy.kind={kind}", *extra],
                                                                   engine)
     per_gpu = lambda r: r["samples_per_s"] / r["world_size"]
@@ -168,7 +179,7 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     t0 = time.time()
     headline()
-    best_ratio = (0, "", "", 0)
+    best_ratio = (0, "", 0)  # MiCS/ZeRO-3, workload, GPUs
     beyond = [0, ""]
     summary = []
     for name, nodes in WORKLOADS:
@@ -185,7 +196,7 @@ def main():
                 "does not fit" if "fit" in z2["status"] else "invalid")
             print(f"{g:>6} | {fmt_row(m):<36}| {fmt_row(z):<36}| {r2:<28}| {f'{ratio:.2f}x' if ratio else '-'}")
             if ratio and ratio > best_ratio[0] and g <= PAPER_MAX_GPUS:
-                best_ratio = (ratio, f"{name} at {g} GPUs", name, g)
+                best_ratio = (ratio, name, g)
             if ratio and g > PAPER_MAX_GPUS and ratio > beyond[0]:
                 beyond[0], beyond[1] = ratio, f"{name} at {g} GPUs"
         both = [g for g in gpus if t[(g, "mics")]["status"] == "ok" and t[(g, "zero3")]["status"] == "ok" and g <= PAPER_MAX_GPUS]
@@ -213,18 +224,20 @@ def main():
 
     print("\n== The paper's claims beside micsim's predictions (tolerance +-15 % of the claim)")
     print(f"  throughput up to {CLAIMS['throughput']}x DeepSpeed ZeRO-3 (16-{PAPER_MAX_GPUS} GPUs): micsim's largest MiCS/ZeRO-3 ratio "
-          f"{best_ratio[0]:.2f}x ({best_ratio[1]}) -> {verdict(best_ratio[0], CLAIMS['throughput'])}")
-    best_name, best_gpus = best_ratio[2], best_ratio[3]
+          f"{best_ratio[0]:.2f}x ({best_ratio[1]} at {best_ratio[2]} GPUs) -> {verdict(best_ratio[0], CLAIMS['throughput'])}")
+    _, best_name, best_gpus = best_ratio
     if best_name.endswith("-p4d"):
-        print(f"      what it rests on ({best_name} at {best_gpus} GPUs; what-ifs, not measurements): ", end="")
         path = os.path.join(ROOT, "scenarios", "mics-paper", best_name + ".yaml")
-        at = [f"cluster.nodes={best_gpus // 8}"] + FRAMEWORK[1::2]
+        at = [f"cluster.nodes={best_gpus // 8}"] + FRAMEWORK
+        ramp = ring_ramp_what_if()
         parts = []
-        for label, sets in P4D_SENSITIVITY:
+        for label, sets in [("LL and LL128 allowed (NCCL_PROTO unset, as before aws-ofi-nccl forced Simple in 2023)", ANY_PROTOCOL),
+                            ("efa-v2's ring-fitted ramp instead of efa-p4's tree-fitted one", ramp),
+                            ("both", ANY_PROTOCOL + ramp)]:
             m = simulate(path, at + ["strategy.kind=mics"] + sets, a.engine)["samples_per_s"]
             z = simulate(path, at + ["strategy.kind=zero3"] + sets, a.engine)["samples_per_s"]
             parts.append(f"{label} {m / z:.2f}x")
-        print("; ".join(parts))
+        print(f"      what it rests on ({best_name} at {best_gpus} GPUs; what-ifs, not measurements): " + "; ".join(parts))
     for name, base, g, em, ez in summary:
         print(f"      {name:<18} {base:>3} -> {g:>3} GPUs: scaling MiCS {100 * em:5.1f} %, ZeRO-3 {100 * ez:5.1f} %, ratio {em / ez:.2f}x")
     if beyond[0]:

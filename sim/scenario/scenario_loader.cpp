@@ -47,7 +47,7 @@ ClusterSpec parse_cluster(const YamlNode& n) {
   if (auto p = n.get("nccl_proto")) {
     c.instance.nccl_proto = p->as_string();
     if (!parse_nccl_proto(c.instance.nccl_proto))
-      p->fail(fmt::format("'{}': expected a comma-separated list of LL, LL128, Simple, or ^ and the ones to leave out (as NCCL_PROTO), or \"\" for all", c.instance.nccl_proto));
+      p->fail(fmt::format("'{}': {}, or \"\" for all", c.instance.nccl_proto, kNcclProtoExpected));
   }
   // Every GPU of the cluster run under this limit (nvidia-smi -pl), in place of the part's default.
   if (auto p = n.get("gpu_power_limit_w")) {
