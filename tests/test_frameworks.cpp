@@ -81,6 +81,42 @@ TEST_CASE("HSDP: FSDP1 all-reduces in every backward, FSDP2 can defer it to the 
   CHECK_THROWS_AS(bert("hsdp", "fsdp1", {"strategy.partition_size=8", "strategy.two_hop_sync=true"}), InputError);
 }
 
+TEST_CASE("ZeRO-2 under FSDP is SHARD_GRAD_OP: a gather per unit before each forward, none after the step; DeepSpeed gathers after it") {
+  const int micro_steps = 4;
+  auto kinds = [](const Scenario& sc) {
+    PreparedSimulation p = prepare_simulation(sc, {0});  // every micro-step built
+    std::map<TaskKind, int> n;
+    std::map<TaskKind, double> bytes;
+    for (const auto& t : p.graph.tasks)
+      if (!is_compute(t.kind)) ++n[t.kind], bytes[t.kind] += p.graph.comm_ops[t.op].bytes;
+    return std::make_tuple(n, bytes, p);
+  };
+  for (const char* fw : {"fsdp1", "fsdp2"}) {
+    auto [n, bytes, p] = kinds(bert("zero2", fw));
+    const int units = int(p.workload.units.size());
+    CHECK(n[TaskKind::ParamAllGather] == micro_steps * units);  // forward only: kept through the backward
+    CHECK(n[TaskKind::ParamAllGatherAfterStep] == 0);
+    // Bytes conserved: each micro-batch gathers every unit's 16-bit parameters once (the head's tied
+    // embedding with it, as under FULL_SHARD).
+    double unit_params = 0;
+    for (const auto& u : p.workload.units) unit_params += double(u.gather_params);
+    CHECK(unit_params > double(p.workload.rank_params));
+    CHECK(bytes[TaskKind::ParamAllGather] == doctest::Approx(micro_steps * 2.0 * unit_params).epsilon(1e-9));
+    // Sharded at rest, the whole model gathered at the forward -> backward turn.
+    CHECK(p.sharding.param_shards == 16);
+    CHECK(p.memory.params_bytes == doctest::Approx(2.0 * double(p.workload.rank_params) / 16));
+    CHECK(p.memory.gathered_params_bytes == doctest::Approx(2.0 * double(p.workload.rank_params)));
+  }
+  auto [ds, ds_bytes, pd] = kinds(bert("zero2", "deepspeed"));
+  CHECK(ds[TaskKind::ParamAllGather] == 0);
+  CHECK(ds[TaskKind::ParamAllGatherAfterStep] >= 1);
+  CHECK(ds_bytes[TaskKind::ParamAllGatherAfterStep] == doctest::Approx(2.0 * double(pd.workload.rank_params)).epsilon(1e-9));
+  CHECK(pd.memory.params_bytes == doctest::Approx(2.0 * double(pd.workload.rank_params)));
+  // ZeRO-3 under FSDP1 gathers again in backward: twice SHARD_GRAD_OP's gathers.
+  auto [z3, z3_bytes, p3] = kinds(bert("zero3", "fsdp1"));
+  CHECK(z3[TaskKind::ParamAllGather] == 2 * micro_steps * int(p3.workload.units.size()));
+}
+
 TEST_CASE("framework and strategy must go together, versions resolve to their profile") {
   CHECK_THROWS_AS(bert("hsdp", "deepspeed"), InputError);      // DeepSpeed has no HYBRID_SHARD
   CHECK_THROWS_AS(bert("mics", "fsdp2"), InputError);          // FSDP has no MiCS gather

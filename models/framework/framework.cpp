@@ -53,7 +53,9 @@ FrameworkProfile parse_profile(const std::string& name, const YamlNode& n) {
   if (auto c = r.get("collective")) p.grad_all_reduce = c->as_choice({"reduce_scatter", "all_reduce"}) == "all_reduce";
   if (auto st = n.get("step")) {
     st->check_keys({"param_sync"});
-    p.param_broadcast_per_rank = st->at("param_sync").as_choice({"all_gather", "broadcast_per_rank"}) == "broadcast_per_rank";
+    const std::string sync = st->at("param_sync").as_choice({"all_gather", "broadcast_per_rank", "regather_in_forward"});
+    p.param_broadcast_per_rank = sync == "broadcast_per_rank";
+    p.params_regathered_in_forward = sync == "regather_in_forward";
   }
   if (auto rc = n.get("recompute")) {
     rc->check_keys({"early_stop"});

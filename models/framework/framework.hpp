@@ -45,6 +45,10 @@ struct FrameworkProfile {
   // After the optimizer step (ZeRO-1/2): every rank broadcasts its updated 16-bit shard, one broadcast
   // per rank (InternEvo's broadcast_params), instead of bucketed all-gathers of the whole buffer.
   bool param_broadcast_per_rank = false;
+  // ZeRO-2 as FSDP runs it (SHARD_GRAD_OP; FSDP2 reshard_after_forward=False): the parameters stay sharded
+  // at rest, each unit is all-gathered before its forward in every micro-batch, kept through that
+  // micro-batch's backward and freed after its reduce-scatter, so no gather follows the optimizer step.
+  bool params_regathered_in_forward = false;
   // Activation checkpointing: a block checkpointed in full stops its recomputation at the last tensor its
   // backward needs (PyTorch's non-reentrant checkpoint since 2.1; workload.cpp early_stopped_recompute).
   // training.recompute_early_stop overrides it for one run.

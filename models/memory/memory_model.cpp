@@ -204,6 +204,7 @@ MemoryEstimate estimate_memory(const Workload& w, const ShardingSpec& s, const A
   auto grad_buffer_bytes = [&](bool gathers) { return rpe * std::max(bucket, gathers ? largest_unit : 0.0) * s.grad_buckets_in_flight; };
   if (s.gathers_parameters) m.gathered_params_bytes = live_bytes;
   m.grad_buffer_bytes = grad_buffer_bytes(s.gathers_parameters);
+  if (s.gathered_through_backward) m.gathered_params_bytes = std::max(live_bytes, pe * psi);
   if (s.unsharded_through_step) {
     m.gathered_params_bytes = pe * psi;  // the stage's parameters, gathered once
     m.grad_buffer_bytes = 4.0 * psi;     // unsharded fp32 gradients accumulated over the micro-batches

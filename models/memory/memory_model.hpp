@@ -28,6 +28,10 @@ struct ShardingSpec {
   // the step's end (reshard_after_forward "default" = not pp_enabled) and accumulates unsharded
   // gradients in fp32 until the last micro-batch: the whole stage's parameters and gradients are held.
   bool unsharded_through_step = false;
+  // FSDP SHARD_GRAD_OP (ZeRO-2 under fsdp1/fsdp2): parameters are sharded at rest and gathered per unit
+  // in each forward, and every unit stays gathered until its backward, so at the turn from forward to
+  // backward the whole (rank's) model is held unsharded besides its shard.
+  bool gathered_through_backward = false;
 };
 
 struct MemoryEstimate {

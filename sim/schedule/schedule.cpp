@@ -12,7 +12,8 @@
 //    micro-step (2-hop) or at every micro-step (FSDP1 HSDP); DDP and ZeRO-1 reduce only at the last
 //    micro-step (no_sync before it).
 //  * The optimizer step updates the local shard after every gradient reduction; ZeRO-1/2 then
-//    all-gather the updated parameters (InternEvo: one broadcast per rank of its shard).
+//    all-gather the updated parameters (InternEvo: one broadcast per rank of its shard; FSDP's
+//    SHARD_GRAD_OP instead gathers each unit before its forward, and keeps it through its backward).
 //  * What the data-parallel gathers and reductions move through the GPU's HBM while compute runs is
 //    charged to the compute stream: one collective_hbm_traffic task before each pass (note_traffic).
 //
@@ -102,6 +103,8 @@ class Builder {
       auto needs_gather = [&](size_t i) {
         // FSDP2 under pipelining gathers each unit once, in the first micro-batch's forward, and keeps it.
         if (in_.sharding.unsharded_through_step) return gathers && m == 0 && !uses[i].backward;
+        // FSDP SHARD_GRAD_OP keeps each unit gathered from its forward to its backward.
+        if (in_.sharding.gathered_through_backward) return gathers && !uses[i].backward;
         return gathers && !(uses[i].backward && uses[i].unit >= U - keep);  // else still gathered from the forward
       };
 
@@ -219,7 +222,7 @@ class Builder {
       for (int r = 0; r < p && p > 1; ++r)
         prev = add_task(TaskKind::ParamBroadcastAfterStep, StreamId::Gather, -1, g_.micro_steps - 1, {uint32_t(prev)},
                         comm_index({CollectiveOp::Broadcast, group, shard, 1}));
-    } else if (kind == StrategyKind::Zero1 || kind == StrategyKind::Zero2) {
+    } else if (kind == StrategyKind::Zero1 || (kind == StrategyKind::Zero2 && !in_.sharding.gathered_through_backward)) {
       // DeepSpeed all-gathers the updated 16-bit parameters in allgather_bucket_size chunks (5e8).
       double remaining = double(w_.rank_params);
       int64_t prev = opt;

@@ -88,6 +88,12 @@ ShardingSpec make_sharding(const StrategySpec& s, const ParallelLayout& l, const
     case StrategyKind::MiCS:
     case StrategyKind::HSDP: sh.optimizer_shards = sh.grad_shards = sh.param_shards = param_shards(s.kind, l); break;
   }
+  // FSDP's SHARD_GRAD_OP shards the parameters too, gathering them per unit in each forward (the
+  // profile's step.param_sync: regather_in_forward); DeepSpeed's ZeRO-2 keeps them whole.
+  if (s.kind == StrategyKind::Zero2 && s.framework && s.framework->params_regathered_in_forward && n > 1) {
+    sh.param_shards = n;
+    sh.gathered_through_backward = true;
+  }
   sh.gathers_parameters = sh.param_shards > 1;
   // torchtitan/distributed/fsdp.py get_fsdp_reshard_after_forward_policy: "default" is
   // `not parallel_dims.pp_enabled` ("for PP, do not reshard after forward to avoid per-microbatch
