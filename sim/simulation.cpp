@@ -89,7 +89,7 @@ static PreparedSimulation prepare_stage(const Scenario& sc, const PrepareOptions
   wo.mp = sc.parallelism;
   wo.stage = stage;
   p.layout = make_layout(sc.strategy, sc.cluster.nodes, sc.cluster.instance.gpus_per_node, sc.parallelism);
-  wo.weight_shards = param_shards(sc.strategy.kind, p.layout);
+  wo.weight_shards = param_shards(sc.strategy, p.layout);
   wo.fp8_all_gather = sc.training.fp8 && sc.strategy.fp8_all_gather && wo.weight_shards > 1;
   p.workload = build_workload(sc.model, wo);
   p.sharding = make_sharding(sc.strategy, p.layout, p.workload);

@@ -66,4 +66,10 @@ TEST_CASE("fp8_all_gather: only with FP8 training, on frameworks that have it, i
   for (const auto& w : z2.warnings) warned |= w.find("fp8_all_gather: ignored") != std::string::npos;
   CHECK(warned);
   CHECK(run(z2).iteration_time_s == run(fp8({"strategy.kind=zero2"})).iteration_time_s);
+  // ZeRO-2 under FSDP2 is reshard_after_forward=False: its forward gathers carry FP8 weights, no warning.
+  const Scenario sgo = fp8({"strategy.fp8_all_gather=true", "strategy.kind=zero2", "strategy.framework=fsdp2"});
+  for (const auto& w : sgo.warnings) CHECK(w.find("fp8_all_gather: ignored") == std::string::npos);
+  const Scenario sgo_bf16 = fp8({"strategy.kind=zero2", "strategy.framework=fsdp2"});
+  CHECK(block_gather_bytes(sgo) < 0.6 * block_gather_bytes(sgo_bf16));
+  CHECK(block_gather_bytes(sgo_bf16) > 0);
 }

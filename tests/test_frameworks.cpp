@@ -81,7 +81,7 @@ TEST_CASE("HSDP: FSDP1 all-reduces in every backward, FSDP2 can defer it to the 
   CHECK_THROWS_AS(bert("hsdp", "fsdp1", {"strategy.partition_size=8", "strategy.two_hop_sync=true"}), InputError);
 }
 
-TEST_CASE("ZeRO-2 under FSDP is SHARD_GRAD_OP: a gather per unit before each forward, none after the step; DeepSpeed gathers after it") {
+TEST_CASE("ZeRO-2 under FSDP is SHARD_GRAD_OP: a gather per unit before each forward and none after the step, where DeepSpeed gathers after it") {
   const int micro_steps = 4;
   auto kinds = [](const Scenario& sc) {
     PreparedSimulation p = prepare_simulation(sc, {0});  // every micro-step built

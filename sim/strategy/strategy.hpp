@@ -75,8 +75,9 @@ struct ParallelLayout {
 
 ParallelLayout make_layout(const StrategySpec& s, int nodes, int gpus_per_node, const ModelParallelism& mp = {});
 ShardingSpec make_sharding(const StrategySpec& s, const ParallelLayout& l, const Workload& w);
-// The GPUs one parameter is sharded over: ZeRO-3 all data-parallel ranks, MiCS/HSDP the partition group,
-// 1 for the strategies that keep whole parameters. More than 1: parameters are gathered before use.
-int param_shards(StrategyKind k, const ParallelLayout& l);
+// The GPUs one parameter is sharded over: ZeRO-3 (and ZeRO-2 under FSDP, SHARD_GRAD_OP) all data-parallel ranks,
+// MiCS/HSDP the partition group, 1 for the strategies that keep whole parameters. More than 1: parameters are
+// gathered before use.
+int param_shards(const StrategySpec& s, const ParallelLayout& l);
 
 }  // namespace micsim
