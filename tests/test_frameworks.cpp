@@ -103,8 +103,9 @@ TEST_CASE("ZeRO-2 under FSDP is SHARD_GRAD_OP: a gather per unit before each for
     CHECK(unit_params > double(p.workload.rank_params));
     CHECK(bytes[TaskKind::ParamAllGather] == doctest::Approx(micro_steps * 2.0 * unit_params).epsilon(1e-9));
     // Sharded at rest, the whole model gathered at the forward -> backward turn.
-    CHECK(p.sharding.param_shards == 16);
-    CHECK(p.memory.params_bytes == doctest::Approx(2.0 * double(p.workload.rank_params) / 16));
+    CHECK(p.sharding.param_shards == p.layout.dp);
+    CHECK(p.layout.dp == 16);
+    CHECK(p.memory.params_bytes == doctest::Approx(2.0 * double(p.workload.rank_params) / p.layout.dp));
     CHECK(p.memory.gathered_params_bytes == doctest::Approx(2.0 * double(p.workload.rank_params)));
   }
   auto [ds, ds_bytes, pd] = kinds(bert("zero2", "deepspeed"));

@@ -419,8 +419,7 @@ void check_fp8_all_gather(const YamlNode& strategy, Scenario& sc) {
     key.fail(fmt::format("framework {} gathers parameters in the training precision; FP8 all-gather is FSDP2's (torchao "
                          "enable_fsdp_float8_all_gather) or micsim's ideal schedule's (Megatron-FSDP fp8_param_gather)",
                          family));
-  const bool shard_grad_op = sc.strategy.kind == StrategyKind::Zero2 && sc.strategy.framework->params_regathered_in_forward;
-  if (!is_sharded(sc.strategy.kind) && !shard_grad_op)
+  if (!shards_parameters(sc.strategy))
     sc.warnings.push_back(fmt::format("{}: strategy.fp8_all_gather: ignored under strategy.kind {} (parameters are not gathered)",
                                       key.location().str(), to_string(sc.strategy.kind)));
 }

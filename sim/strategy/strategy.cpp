@@ -72,12 +72,15 @@ ParallelLayout make_layout(const StrategySpec& s, int nodes, int g, const ModelP
   return l;
 }
 
-int param_shards(const StrategySpec& s, const ParallelLayout& l) {
+bool shards_parameters(const StrategySpec& s) {
   // FSDP's SHARD_GRAD_OP shards the parameters too, gathering them per unit in each forward (the
   // profile's step.param_sync: regather_in_forward); DeepSpeed's ZeRO-2 keeps them whole.
-  if (s.kind == StrategyKind::Zero3 || (s.kind == StrategyKind::Zero2 && s.framework && s.framework->params_regathered_in_forward))
-    return l.dp;
-  return s.kind == StrategyKind::MiCS || s.kind == StrategyKind::HSDP ? l.partition_size : 1;
+  return is_sharded(s.kind) || (s.kind == StrategyKind::Zero2 && s.framework && s.framework->params_regathered_in_forward);
+}
+
+int param_shards(const StrategySpec& s, const ParallelLayout& l) {
+  if (!shards_parameters(s)) return 1;
+  return s.kind == StrategyKind::MiCS || s.kind == StrategyKind::HSDP ? l.partition_size : l.dp;
 }
 
 ShardingSpec make_sharding(const StrategySpec& s, const ParallelLayout& l, const Workload& w) {
@@ -86,14 +89,14 @@ ShardingSpec make_sharding(const StrategySpec& s, const ParallelLayout& l, const
   switch (s.kind) {
     case StrategyKind::DDP: break;
     case StrategyKind::Zero1: sh.optimizer_shards = p; break;  // p = n unless partition groups (InternEvo)
-    case StrategyKind::Zero2: sh.optimizer_shards = sh.grad_shards = n; break;
+    case StrategyKind::Zero2:
+      sh.optimizer_shards = sh.grad_shards = n;
+      sh.param_shards = param_shards(s, l);
+      sh.gathered_through_backward = sh.param_shards > 1;  // SHARD_GRAD_OP: each unit kept from its forward to its backward
+      break;
     case StrategyKind::Zero3:
     case StrategyKind::MiCS:
     case StrategyKind::HSDP: sh.optimizer_shards = sh.grad_shards = sh.param_shards = param_shards(s, l); break;
-  }
-  if (s.kind == StrategyKind::Zero2) {
-    sh.param_shards = param_shards(s, l);
-    sh.gathered_through_backward = sh.param_shards > 1;  // SHARD_GRAD_OP: each unit kept from its forward to its backward
   }
   sh.gathers_parameters = sh.param_shards > 1;
   // torchtitan/distributed/fsdp.py get_fsdp_reshard_after_forward_policy: "default" is

@@ -79,5 +79,7 @@ ShardingSpec make_sharding(const StrategySpec& s, const ParallelLayout& l, const
 // MiCS/HSDP the partition group, 1 for the strategies that keep whole parameters. More than 1: parameters are
 // gathered before use.
 int param_shards(const StrategySpec& s, const ParallelLayout& l);
+// Whether the strategy, as its framework runs it, shards parameters (and so gathers them before use).
+bool shards_parameters(const StrategySpec& s);
 
 }  // namespace micsim
