@@ -194,11 +194,11 @@ Runner add_calibrate(CLI::App& app) {
     bool any_mapped = false;
     for (const auto& f : o->nccl_tests) {
       auto r = load_nccl_tests(f, lopt);
-      for (const auto& x : r) any_mapped |= !x.cluster.empty() && map.instance_for(x.cluster).has_value();
+      for (const auto& x : r) any_mapped |= !x.cluster.empty() && map.instance_for(x).has_value();
       loaded.insert(loaded.end(), r.begin(), r.end());
     }
     for (const auto& x : loaded)
-      if (!any_mapped || map.instance_for(x.cluster) == inst.name) rows.push_back(x);
+      if (!any_mapped || map.instance_for(x) == inst.name) rows.push_back(x);
     FitOptions fo;
     fo.include_two_node_allreduce = o->two_node_ar;
     NetworkFit fit = fit_network(inst, rows, fo);

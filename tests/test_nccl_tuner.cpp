@@ -92,7 +92,7 @@ TEST_CASE("calibrated on the published p5 tables, the tuner's choices bring the 
   for (const char* f : {"crazyguitar_aws_gpu_communication_benchmark_p5_efa.csv", "aws_awsome_distributed_training_nccl_tests_readme.csv",
                         "aws_awsome_distributed_training_aws_batch_p5_1node.csv"}) {
     for (const auto& r : load_nccl_tests(std::string(MICSIM_SOURCE_DIR) + "/validation/data/nccl-tests/" + f))
-      if (ClusterMap::builtin().instance_for(r.cluster) == std::string("p5.48xlarge")) rows.push_back(r);  // not the p4de rows
+      if (ClusterMap::builtin().instance_for(r) == std::string("p5.48xlarge")) rows.push_back(r);  // not the p4de rows
   }
   InstanceSpec with = HardwareCatalog::builtin().instance("p5.48xlarge"), without = with;
   without.nccl_tuner.clear();

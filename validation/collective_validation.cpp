@@ -17,8 +17,10 @@ namespace micsim {
 
 ClusterMap ClusterMap::load(const std::string& path) {
   YamlNode root = YamlNode::load_file(path);
-  root.check_keys({"clusters"});
+  root.check_keys({"clusters", "not_modelled"});
   ClusterMap m;
+  if (root.has("not_modelled"))
+    for (const auto& v : root.at("not_modelled").items()) m.not_modelled_.push_back(v.as_string());
   for (const auto& e : root.at("clusters").items()) {
     e.check_keys({"match", "instance"});
     std::string inst = e.at("instance").as_string();
@@ -33,7 +35,19 @@ ClusterMap ClusterMap::builtin() {
   return m;
 }
 
+std::string ClusterMap::unmodelled_setting(const std::string& text) const {
+  for (const auto& name : not_modelled_)
+    if (text.find(name + "=") != std::string::npos) return name;
+  return "";
+}
+
+std::optional<std::string> ClusterMap::instance_for(const NcclTestRow& row) const {
+  if (!unmodelled_setting(row.source).empty()) return std::nullopt;
+  return instance_for(row.cluster);
+}
+
 std::optional<std::string> ClusterMap::instance_for(const std::string& cluster) const {
+  if (!unmodelled_setting(cluster).empty()) return std::nullopt;
   for (const auto& [match, inst] : entries_)
     if (cluster.find(match) != std::string::npos) return inst;
   return std::nullopt;
@@ -75,7 +89,7 @@ std::vector<CollectiveComparison> compare_collectives(const std::vector<NcclTest
     if (!r.op_known || r.ranks < 2) continue;
     std::string inst = instance_override;
     if (inst.empty()) {
-      auto m = map.instance_for(r.cluster);
+      auto m = map.instance_for(r);
       if (!m) continue;
       inst = *m;
     }
@@ -222,7 +236,7 @@ std::vector<HeldOutComparison> compare_collectives_held_out(const std::vector<Nc
   // Rows by instance, with the file they came from.
   std::map<std::string, std::vector<const NcclTestRow*>> by_instance;
   for (const auto& r : rows)
-    if (auto inst = map.instance_for(r.cluster)) by_instance[*inst].push_back(&r);
+    if (auto inst = map.instance_for(r)) by_instance[*inst].push_back(&r);
   for (const auto& [inst_name, inst_rows] : by_instance) {
     const InstanceSpec& inst = HardwareCatalog::builtin().instance(inst_name);
     std::map<std::string, std::vector<NcclTestRow>> by_file;

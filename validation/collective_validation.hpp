@@ -16,10 +16,17 @@ class ClusterMap {
  public:
   static ClusterMap load(const std::string& path);
   static ClusterMap builtin();  // the file shipped in validation/data
+  // The instance a cluster is, or nullopt: not a catalog instance, or the run set an NCCL variable
+  // the model has no term for (`not_modelled` in the file), so no instance predicts it.
   std::optional<std::string> instance_for(const std::string& cluster) const;
+  // The same for a published row, whose source (the command it cites) may set the variables too.
+  std::optional<std::string> instance_for(const NcclTestRow& row) const;
+  // The first `not_modelled` variable the text sets ("NAME=..."), or "".
+  std::string unmodelled_setting(const std::string& text) const;
 
  private:
   std::vector<std::pair<std::string, std::string>> entries_;
+  std::vector<std::string> not_modelled_;
 };
 
 struct CollectiveComparison {
