@@ -67,6 +67,7 @@ json fabric_json(const FabricSpec& f) {
   return {{"kind", "fabric"},
           {"name", f.name},
           {"latency_us", f.latency_s * 1e6},
+          {"fixed_latency_us", f.fixed_latency_s * 1e6},
           {"bandwidth_efficiency", f.bandwidth_efficiency},
           {"bandwidth_efficiency_at_scale", f.bandwidth_efficiency_at_scale},
           {"ll128_efficiency", f.ll128_efficiency},

@@ -240,3 +240,43 @@ TEST_CASE("a run that set an NCCL variable micsim has no term for is neither sco
   // Nothing it leaves out reaches compare_collectives.
   for (const auto& c : compare_collectives(rows, map)) CHECK(c.row.cluster.find("NCCL_MIN_CTAS") == std::string::npos);
 }
+
+TEST_CASE("a network crossing's fixed cost and a hop faster than NCCL's table: charged as stated, fitted back from two node counts") {
+  NetworkParams net = NetworkParams::from_instance(HardwareCatalog::builtin().instance("dgx-h100"));
+  net.inter_latency_s = 0, net.inter_fixed_latency_s = 0;
+  NetworkParams crossing = net;
+  crossing.inter_fixed_latency_s = 9e-6;
+  for (int nodes : {1, 2, 4}) {
+    const GroupLayout g = GroupLayout::make(8 * nodes, nodes);
+    const double before = CollectiveModel(net).estimate(CollectiveOp::AllReduce, 8, g, {NcclAlgorithm::Tree, Protocol::LL}).time_s;
+    const double after = CollectiveModel(crossing).estimate(CollectiveOp::AllReduce, 8, g, {NcclAlgorithm::Tree, Protocol::LL}).time_s;
+    CHECK(after - before == doctest::Approx(nodes > 1 ? 9e-6 : 0.0).epsilon(1e-6));  // once, and only across nodes
+  }
+  // NCCL's tree LL hop is hwLat[NET] 5 us + latencyInter: a negative latencyInter makes it shorter.
+  NetworkParams quick = net;
+  quick.inter_latency_s = -2e-6;
+  const auto tree = [](const NetworkParams& n, int nodes) {
+    return CollectiveModel(n).estimate(CollectiveOp::AllReduce, 8, GroupLayout::make(8 * nodes, nodes), {NcclAlgorithm::Tree, Protocol::LL}).time_s;
+  };
+  CHECK((tree(quick, 4) - tree(quick, 2)) == doctest::Approx(2 * 3e-6).epsilon(1e-6));  // one level more: 2 hops of 3 us
+  CHECK((tree(net, 4) - tree(net, 2)) == doctest::Approx(2 * 5e-6).epsilon(1e-6));
+  // Logs made with both terms (2 and 4 nodes) give both back; with one node count only the hop is fitted.
+  std::string truth = temp_file("crossing.yaml", "instance: dgx-h100\nnetwork: {inter_latency_us: -1.5, inter_fixed_latency_us: 9}\n");
+  std::string logs;
+  for (int nodes : {2, 4}) {
+    std::string out = micsim::test::temp_path("ar-crossing" + std::to_string(nodes) + ".txt");
+    REQUIRE(run_cli("collective --instance dgx-h100 --nodes " + std::to_string(nodes) +
+                    " --op all_reduce -b 8 -e 64K -f 4 --calibration " + truth + " > " + out).status == 0);
+    logs += " --nccl-tests " + out;
+  }
+  std::string cal = micsim::test::temp_path("crossing-fit.yaml");
+  REQUIRE(run_cli("calibrate" + logs + " --include-two-node-allreduce --instance dgx-h100 --out " + cal).status == 0);
+  Calibration c = load_calibration(cal);
+  REQUIRE(c.inter_latency_s.has_value());
+  REQUIRE(c.inter_fixed_latency_s.has_value());
+  CHECK(*c.inter_latency_s * 1e6 == doctest::Approx(-1.5).epsilon(0.05));
+  CHECK(*c.inter_fixed_latency_s * 1e6 == doctest::Approx(9).epsilon(0.05));
+  // A calibration file may carry a negative hop latency, down to the floor; below it is an error.
+  CHECK(run_cli("collective --instance dgx-h100 --nodes 2 --op all_reduce -b 8 -e 8 --calibration " +
+                temp_file("floor.yaml", "network: {inter_latency_us: -3}\n")).status == 2);
+}

@@ -1,6 +1,7 @@
 #include "validation/collective_validation.hpp"
 
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -122,10 +123,13 @@ std::vector<CollectiveComparison> compare_collectives(const std::vector<NcclTest
 
 namespace {
 
+// A fitted term. The fit runs over positive values (log space): a term that may be negative is fitted as
+// value - offset (offset = its lower bound), and lo/hi bound the term itself.
 struct Param {
   std::string name;
   std::function<double&(NetworkParams&)> ref;
   double lo, hi;
+  double offset = 0;
 };
 
 }  // namespace
@@ -149,7 +153,14 @@ NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>&
   const double KiB = 1024, MiB = 1024 * KiB;
   std::vector<Param> params;
   if (any([&](const NcclTestRow& r) { return r.nodes > 1 && r.bytes <= 64 * KiB; }))
-    params.push_back({"inter_latency_us", [](NetworkParams& n) -> double& { return n.inter_latency_s; }, 1e-7, 1e-2});
+    params.push_back({"inter_latency_us", [](NetworkParams& n) -> double& { return n.inter_latency_s; }, kMinInterLatencyS, 1e-2, kMinInterLatencyS - 1e-7});
+  // The per-collective crossing cost is told apart from the per-hop one only by small messages at two
+  // node counts (hops grow with the nodes, the crossing does not); with one count they trade off freely.
+  std::set<int> small_counts;
+  for (const auto& r : fit.rows)
+    if (r.nodes > 1 && r.bytes <= 64 * KiB) small_counts.insert(r.nodes);
+  if (small_counts.size() >= 2)
+    params.push_back({"inter_fixed_latency_us", [](NetworkParams& n) -> double& { return n.inter_fixed_latency_s; }, 1e-8, 1e-3});
   if (any([&](const NcclTestRow& r) { return r.nodes > 1 && r.bytes >= 64 * MiB; }))
     params.push_back({"inter_efficiency", [](NetworkParams& n) -> double& { return n.inter_efficiency; }, 0.05, 1.0});
   if (any([&](const NcclTestRow& r) { return r.nodes > 1 && r.bytes >= MiB && r.bytes <= 256 * MiB; })) {
@@ -190,13 +201,13 @@ NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>&
       // Start values for terms that are off by default.
       if (p.name.find("ramp_half") != std::string::npos && v <= 0) v = 1 << 20;
       if (p.name.find("ramp_min") != std::string::npos && v >= 1.0) v = 0.5;
-      if (p.name == "call_overhead_us" && v <= 0) v = 2e-6;
-      if (v <= 0) v = p.lo;
-      fp.push_back({p.name, v, p.lo, p.hi});
+      if ((p.name == "call_overhead_us" || p.name == "inter_fixed_latency_us") && v <= 0) v = 2e-6;
+      if (v <= p.lo) v = p.lo > 0 ? p.lo : 1e-7;
+      fp.push_back({p.name, v - p.offset, std::max(p.lo - p.offset, 1e-9), p.hi - p.offset});
     }
     auto apply = [&](const std::vector<double>& v) {
       NetworkParams n = base;
-      for (int j = 0; j < P; ++j) params[j].ref(n) = v[j];
+      for (int j = 0; j < P; ++j) params[j].ref(n) = v[j] + params[j].offset;
       return n;
     };
     // Residual = log(predicted / measured) time; Huber (delta 0.1) so that rows from another software
@@ -216,6 +227,7 @@ NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>&
   for (const auto& p : params) {
     fit.fitted.push_back(p.name);
     if (p.name == "inter_latency_us") c.inter_latency_s = net.inter_latency_s;
+    if (p.name == "inter_fixed_latency_us") c.inter_fixed_latency_s = net.inter_fixed_latency_s;
     if (p.name == "inter_efficiency") c.inter_efficiency = net.inter_efficiency;
     if (p.name == "inter_efficiency_at_scale") c.inter_efficiency_at_scale = net.inter_efficiency_at_scale;
     if (p.name == "intra_efficiency") c.intra_efficiency = net.intra_efficiency;

@@ -12,7 +12,7 @@ namespace {
 using Term = std::optional<double> Calibration::*;
 constexpr Term kTerms[] = {
     &Calibration::intra_efficiency, &Calibration::intra_latency_scale, &Calibration::inter_efficiency, &Calibration::inter_efficiency_at_scale,
-    &Calibration::inter_latency_s, &Calibration::inter_ll128_efficiency, &Calibration::inter_tree_efficiency, &Calibration::nvls_efficiency,
+    &Calibration::inter_latency_s, &Calibration::inter_fixed_latency_s, &Calibration::inter_ll128_efficiency, &Calibration::inter_tree_efficiency, &Calibration::nvls_efficiency,
     &Calibration::intra_ramp_min, &Calibration::intra_ramp_half_bytes, &Calibration::inter_ramp_min, &Calibration::inter_ramp_half_bytes,
     &Calibration::call_overhead_s, &Calibration::gemm_efficiency, &Calibration::gemm_dim_half, &Calibration::gemm_overhead_s,
     &Calibration::attention_efficiency, &Calibration::hbm_efficiency, &Calibration::kernel_overhead_s, &Calibration::interference,
@@ -41,6 +41,7 @@ void Calibration::apply(NetworkParams& net) const {
   if (inter_efficiency) net.inter_efficiency = *inter_efficiency;
   if (inter_efficiency_at_scale) net.inter_efficiency_at_scale = *inter_efficiency_at_scale;
   if (inter_latency_s) net.inter_latency_s = *inter_latency_s;
+  if (inter_fixed_latency_s) net.inter_fixed_latency_s = *inter_fixed_latency_s;
   if (inter_ll128_efficiency) net.inter_ll128_efficiency = *inter_ll128_efficiency;
   if (inter_tree_efficiency) net.inter_tree_efficiency = *inter_tree_efficiency;
   if (nvls_efficiency) net.nvls_efficiency = *nvls_efficiency;
@@ -49,7 +50,7 @@ void Calibration::apply(NetworkParams& net) const {
   if (inter_ramp_min) net.inter_ramp_min = *inter_ramp_min;
   if (inter_ramp_half_bytes) net.inter_ramp_half_bytes = *inter_ramp_half_bytes;
   if (call_overhead_s) net.call_overhead_s = *call_overhead_s;
-  if (intra_efficiency || intra_latency_scale || inter_efficiency || inter_efficiency_at_scale || inter_latency_s ||
+  if (intra_efficiency || intra_latency_scale || inter_efficiency || inter_efficiency_at_scale || inter_latency_s || inter_fixed_latency_s ||
       inter_ll128_efficiency || inter_tree_efficiency || nvls_efficiency || intra_ramp_min || intra_ramp_half_bytes || inter_ramp_min || inter_ramp_half_bytes || call_overhead_s)
     net.source = "calibration " + path;
 }
@@ -108,13 +109,14 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
   if (auto v = root.get("source")) c.source = v->as_string();
   if (auto net = root.get("network")) {
     net->check_keys({"intra_efficiency", "intra_latency_scale", "inter_efficiency", "inter_efficiency_at_scale", "inter_latency_us",
-                     "nvls_efficiency", "intra_ramp_min", "intra_ramp_half_kib", "inter_ramp_min", "inter_ramp_half_kib",
+                     "inter_fixed_latency_us", "nvls_efficiency", "intra_ramp_min", "intra_ramp_half_kib", "inter_ramp_min", "inter_ramp_half_kib",
                      "inter_ll128_efficiency", "inter_tree_efficiency", "call_overhead_us"});
     if (auto v = net->get("intra_efficiency")) c.intra_efficiency = v->as_double_in(0.01, 1.5);
     if (auto v = net->get("intra_latency_scale")) c.intra_latency_scale = v->as_double_in(0.0, 100.0);
     if (auto v = net->get("inter_efficiency")) c.inter_efficiency = v->as_double_in(0.01, 1.5);
     if (auto v = net->get("inter_efficiency_at_scale")) c.inter_efficiency_at_scale = v->as_double_in(0.01, 1.5);
-    if (auto v = net->get("inter_latency_us")) c.inter_latency_s = v->as_double_in(0.0, 1e5) * 1e-6;
+    if (auto v = net->get("inter_latency_us")) c.inter_latency_s = v->as_double_in(kMinInterLatencyS * 1e6, 1e5) * 1e-6;
+    if (auto v = net->get("inter_fixed_latency_us")) c.inter_fixed_latency_s = v->as_double_in(0.0, 1e5) * 1e-6;
     if (auto v = net->get("nvls_efficiency")) c.nvls_efficiency = v->as_double_in(0.01, 2.0);
     if (auto v = net->get("intra_ramp_min")) c.intra_ramp_min = v->as_double_in(0.01, 1.0);
     if (auto v = net->get("intra_ramp_half_kib")) c.intra_ramp_half_bytes = v->as_double_in(0, 1e9) * 1024.0;
@@ -175,6 +177,7 @@ std::string Calibration::to_yaml() const {
   put(net, "inter_efficiency", inter_efficiency);
   put(net, "inter_efficiency_at_scale", inter_efficiency_at_scale);
   put(net, "inter_latency_us", inter_latency_s, 1e6);
+  put(net, "inter_fixed_latency_us", inter_fixed_latency_s, 1e6);
   put(net, "nvls_efficiency", nvls_efficiency);
   put(net, "intra_ramp_min", intra_ramp_min);
   put(net, "intra_ramp_half_kib", intra_ramp_half_bytes, 1.0 / 1024);

@@ -5,7 +5,7 @@
 //   instance: p4d.24xlarge            # what it was fitted on (informational)
 //   source: "nccl-tests logs ..."     # how it was made
 //   network: {intra_efficiency, intra_latency_scale, inter_efficiency, inter_efficiency_at_scale,
-//             inter_latency_us, nvls_efficiency, intra_ramp_min, intra_ramp_half_kib, inter_ramp_min,
+//             inter_latency_us, inter_fixed_latency_us, nvls_efficiency, intra_ramp_min, intra_ramp_half_kib, inter_ramp_min,
 //             inter_ramp_half_kib, inter_ll128_efficiency, inter_tree_efficiency, call_overhead_us}
 //   compute: {gemm_efficiency, gemm_dim_half, gemm_overhead_us, gemm_fp8_efficiency, attention_efficiency,
 //             attention_backward_efficiency, hbm_efficiency, kernel_overhead_us, interference, collective_hbm_traffic,
@@ -24,7 +24,7 @@ struct Calibration {
   std::string instance;
   std::string source;
   std::optional<double> intra_efficiency, intra_latency_scale, inter_efficiency, inter_efficiency_at_scale, inter_latency_s,
-      inter_ll128_efficiency, inter_tree_efficiency, nvls_efficiency, intra_ramp_min, intra_ramp_half_bytes, inter_ramp_min, inter_ramp_half_bytes, call_overhead_s;
+      inter_fixed_latency_s, inter_ll128_efficiency, inter_tree_efficiency, nvls_efficiency, intra_ramp_min, intra_ramp_half_bytes, inter_ramp_min, inter_ramp_half_bytes, call_overhead_s;
   std::optional<double> gemm_efficiency, gemm_dim_half, gemm_overhead_s, attention_efficiency, hbm_efficiency,
       kernel_overhead_s, interference, collective_hbm_traffic, memory_pressure_onset, memory_pressure_slowdown, attention_backward_efficiency,
       gemm_fp8_efficiency, eager_scale, jitter_cv, straggler_rate_per_s, straggler_stall_s, attention_scale, host_launch_s, gemm_scale, triton_attention_scale,

@@ -55,7 +55,14 @@ struct NetworkParams {
   double inter_node_bytes_per_s = 50e9; // NICs x line rate, per node
   double inter_efficiency = 0.9;        // fabric bandwidth_efficiency (collective over 2 nodes)
   double inter_efficiency_at_scale = 0.9;  // asymptote for collectives over many nodes
-  double inter_latency_s = 0;           // fabric latency per inter-node step (NCCL latencyInter)
+  double inter_latency_s = 0;           // fabric latency per inter-node step (NCCL latencyInter), >= kMinInterLatencyS
+  // Once per collective whose group spans nodes, beside NCCL's per-hop sum. NCCL's model charges a
+  // network crossing only per hop (hwLat[NET] + latencyInter), so a fabric whose hops cost less than
+  // NCCL's IB table says but whose first crossing costs more (a proxy thread, a doorbell, a GDR flush)
+  // is fitted with a smaller, even negative, latencyInter and this term: on H100 InfiniBand NDR a small
+  // all_reduce takes ~30 us at 2 nodes and ~36 us at 4 (validation/data/nccl-tests), a 3-us hop where
+  // NCCL's tree LL hop is 5 us + latencyInter.
+  double inter_fixed_latency_s = 0;
   // Protocol and algorithm terms across nodes, relative to NCCL's own model. NCCL gives LL128 0.92 (ring)
   // or 120/128 (tree) of Simple's bandwidth; a fabric that delivers 128-byte lines slower than Simple's
   // large chunks reaches a fraction of that (inter_ll128_efficiency < 1). Trees over >= 3 nodes pipeline

@@ -97,6 +97,7 @@ NetworkParams NetworkParams::from_instance(const InstanceSpec& inst) {
   p.inter_efficiency = inst.network.fabric.bandwidth_efficiency;
   p.inter_efficiency_at_scale = inst.network.fabric.bandwidth_efficiency_at_scale;
   p.inter_latency_s = inst.network.fabric.latency_s;
+  p.inter_fixed_latency_s = inst.network.fabric.fixed_latency_s;
   p.inter_ll128_efficiency = inst.network.fabric.ll128_efficiency;
   p.inter_tree_efficiency = inst.network.fabric.tree_efficiency_at_scale;
   p.inter_algorithms = inst.network.fabric.algorithms;

@@ -227,10 +227,11 @@ static NcclAlgorithm parse_algorithm(const YamlNode& n) {
 
 FabricSpec HardwareCatalog::parse_fabric(const YamlNode& n, const std::string& name) const {
   n.check_keys({"latency_us", "bandwidth_efficiency", "bandwidth_efficiency_at_scale", "ramp_min", "ramp_half_kib", "algorithms",
-                "ll128", "ll128_efficiency", "tree_efficiency_at_scale", "source"});
+                "ll128", "ll128_efficiency", "tree_efficiency_at_scale", "fixed_latency_us", "source"});
   FabricSpec f;
   f.name = name;
-  f.latency_s = n.at("latency_us").as_double_in(0, 1e5) * 1e-6;
+  f.latency_s = n.at("latency_us").as_double_in(kMinInterLatencyS * 1e6, 1e5) * 1e-6;
+  if (auto v = n.get("fixed_latency_us")) f.fixed_latency_s = v->as_double_in(0, 1e5) * 1e-6;
   f.bandwidth_efficiency = n.at("bandwidth_efficiency").as_double_in(0.01, 1.0);
   f.bandwidth_efficiency_at_scale = f.bandwidth_efficiency;
   if (auto v = n.get("bandwidth_efficiency_at_scale")) f.bandwidth_efficiency_at_scale = v->as_double_in(0.01, 1.0);

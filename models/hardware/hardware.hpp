@@ -84,9 +84,14 @@ enum class NcclAlgorithm { Ring, Tree, NVLS, NVLSTree };
 const char* to_string(NcclAlgorithm a);
 std::optional<NcclAlgorithm> parse_nccl_algorithm(const std::string& s);  // "ring", "tree", "nvls", "nvls_tree"
 
+// The lowest per-hop latencyInter a fabric may have: NCCL's smallest network hop (ring LL, hwLat[NET] 2.7 us)
+// stays above zero with it. Below zero means hops faster than NCCL's InfiniBand table assumes.
+inline constexpr double kMinInterLatencyS = -2.5e-6;
+
 struct FabricSpec {
   std::string name;
-  double latency_s = 0;                   // extra latency per inter-node step (NCCL graph.latencyInter)
+  double latency_s = 0;                   // extra latency per inter-node step (NCCL graph.latencyInter; may be < 0, see NetworkParams)
+  double fixed_latency_s = 0;             // once per collective that crosses nodes (NetworkParams::inter_fixed_latency_s)
   double bandwidth_efficiency = 0.9;      // fraction of NIC line rate reached by large transfers (2 nodes)
   double bandwidth_efficiency_at_scale = 0.9;  // the same when a collective spans many nodes (fabric hops, ECMP)
   std::vector<NcclAlgorithm> algorithms;  // enabled algorithms across nodes; empty = NCCL defaults
