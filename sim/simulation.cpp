@@ -278,7 +278,7 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
   r.samples_per_s = double(sc.training.global_batch) / tl.iteration_time_s;
   r.tokens_per_s = tokens / tl.iteration_time_s;
   {
-    const ErrorBand& band = ErrorBands::builtin().for_prediction(sc.cluster.instance.gpu.arch, is_sharded(sc.strategy.kind));
+    const ErrorBand& band = ErrorBands::builtin().for_prediction(sc.cluster.instance.gpu.arch, shards_parameters(sc.strategy));
     // error = predicted / published - 1, so the published value lies in predicted / (1 + error).
     r.tokens_per_s_low = r.tokens_per_s / (1 + band.q95);
     r.tokens_per_s_high = r.tokens_per_s / (1 + band.q05);

@@ -118,6 +118,24 @@ TEST_CASE("ZeRO-2 under FSDP is SHARD_GRAD_OP: a gather per unit before each for
   CHECK(z3[TaskKind::ParamAllGather] == 2 * micro_steps * int(p3.workload.units.size()));
 }
 
+TEST_CASE("error bands: a run's strategy family is whether it shards its parameters, FSDP's SHARD_GRAD_OP included") {
+  auto row = [](const char* framework, const char* strategy) {
+    CorpusRow r;
+    r.framework = framework, r.strategy = strategy;
+    return r;
+  };
+  CHECK(row("fsdp1", "zero2").sharded());  // SHARD_GRAD_OP: sharded at rest, gathered per unit in forward
+  CHECK(row("fsdp2", "zero2").sharded());
+  CHECK_FALSE(row("deepspeed", "zero2").sharded());  // stage 2 keeps whole parameters
+  CHECK_FALSE(row("ideal", "zero2").sharded());
+  CHECK(row("fsdp1", "zero3").sharded());
+  CHECK(row("smp", "zero1").sharded());  // SageMaker's sharded data parallelism is MiCS
+  CHECK_FALSE(row("deepspeed", "ddp").sharded());
+  // simulate picks its band by the same rule.
+  CHECK(shards_parameters(bert("zero2", "fsdp1").strategy));
+  CHECK_FALSE(shards_parameters(bert("zero2", "deepspeed").strategy));
+}
+
 TEST_CASE("framework and strategy must go together, versions resolve to their profile") {
   CHECK_THROWS_AS(bert("hsdp", "deepspeed"), InputError);      // DeepSpeed has no HYBRID_SHARD
   CHECK_THROWS_AS(bert("mics", "fsdp2"), InputError);          // FSDP has no MiCS gather

@@ -26,7 +26,7 @@ namespace {
 constexpr double kHuberSigmas = 2.0;
 
 double run_scatter(const Scenario& sc) {
-  const ErrorBand& b = ErrorBands::builtin().for_prediction(sc.cluster.instance.gpu.arch, is_sharded(sc.strategy.kind));
+  const ErrorBand& b = ErrorBands::builtin().for_prediction(sc.cluster.instance.gpu.arch, shards_parameters(sc.strategy));
   return (b.rel_q95 - b.rel_q05) / (2 * 1.6449);
 }
 

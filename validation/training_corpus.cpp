@@ -1,5 +1,7 @@
 #include "validation/training_corpus.hpp"
 
+#include "models/framework/framework.hpp"
+
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
@@ -22,6 +24,19 @@
 #include "validation/prediction_interval.hpp"
 
 namespace micsim {
+
+bool CorpusRow::sharded() const {
+  if (framework == "smp") return true;
+  const auto kind = parse_strategy_kind(strategy);
+  if (!kind) return false;
+  StrategySpec s;
+  s.kind = *kind;
+  try {
+    s.framework = resolve_framework(framework, "", strategy);  // the family's newest profile
+  } catch (const std::exception&) {
+  }
+  return shards_parameters(s);
+}
 
 namespace {
 

@@ -20,11 +20,9 @@ struct CorpusRow {
   std::string id, source, source_group, file;
   int line = 0;
   std::string gpu, framework, strategy, metric, series, precision, checkpointing, model;
-  // The error bands' strategy family (is_sharded); SageMaker's sharded data parallelism is MiCS.
-  bool sharded() const {
-    const auto kind = parse_strategy_kind(strategy);
-    return framework == "smp" || (kind && is_sharded(*kind));
-  }
+  // The error bands' strategy family: whether the run shards its parameters (shards_parameters, as
+  // `simulate` decides it; FSDP's SHARD_GRAD_OP does); SageMaker's sharded data parallelism is MiCS.
+  bool sharded() const;
   int gpus = 0;
   int64_t seq_len = 0, micro_batch = 0;
   bool compile = false;

@@ -3,7 +3,8 @@
 // bands are random-effects prediction intervals (validation/prediction_interval.hpp: between-source
 // and within-source spread) of the leave-one-source-out residuals of the training corpus (micsim validate
 // --corpus ... --leave-one-source-out --write-bands FILE writes models/catalog/error_bands.yaml), per
-// GPU generation and strategy family (sharded: zero3, hsdp, mics; replicated: ddp, zero1, zero2),
+// GPU generation and strategy family (sharded: zero3, hsdp, mics, and zero2 as FSDP runs it, SHARD_GRAD_OP;
+// replicated: ddp, zero1, DeepSpeed's zero2: shards_parameters),
 // falling back to the generation, then to all rows, when a class has rows from too few source groups.
 // Every source group weighs the same in a band: a user's run is a new source, and how far a source
 // sits from micsim (its software, its cluster) is most of the error, so one large table must not
