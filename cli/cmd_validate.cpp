@@ -2,6 +2,8 @@
 // Predictions against published measurements, row by row, with the error and a summary per source.
 // nccl-tests CSVs/logs: busbw for sizes >= 1 MiB, time for sizes <= 64 KiB.
 #include <fmt/format.h>
+
+#include <filesystem>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
@@ -362,6 +364,9 @@ Runner add_validate(CLI::App& app) {
       // any fabric-level model's held-out error).
       struct Acc { std::vector<double> err, disagree; std::set<std::string> sources; size_t in_sample = 0; };
       std::map<std::pair<std::string, std::string>, Acc> acc;
+      // The same per source file (multi-node rows): which source a band's error comes from.
+      struct SourceAcc { std::vector<double> err; std::set<int> nodes; };
+      std::map<std::pair<std::string, std::string>, SourceAcc> by_source;
       const std::vector<double> deviation = between_source_deviation(held);
       nlohmann::json jrows = nlohmann::json::array();
       for (size_t i = 0; i < held.size(); ++i) {
@@ -375,6 +380,11 @@ Runner add_validate(CLI::App& app) {
         }
         a.err.push_back(h.c.error());
         a.sources.insert(h.c.row.file);
+        if (h.c.row.nodes >= 2) {
+          SourceAcc& s = by_source[{h.fabric, h.c.row.file}];
+          s.err.push_back(h.c.error());
+          s.nodes.insert(h.c.row.nodes);
+        }
         jrows.push_back({{"fabric", h.fabric}, {"instance", h.c.instance}, {"file", h.c.row.file}, {"line", h.c.row.line},
                          {"op", h.c.row.op_name}, {"nodes", h.c.row.nodes}, {"bytes", json_bytes(h.c.row.bytes)}, {"metric", h.c.metric},
                          {"published", h.c.published}, {"predicted", h.c.predicted}, {"error", h.c.error()},
@@ -402,7 +412,21 @@ Runner add_validate(CLI::App& app) {
                         {"source_disagreement_median_abs", a.disagree.empty() ? nlohmann::json() : nlohmann::json(d.median_abs)},
                         {"source_disagreement_rows", a.disagree.size()}});
       }
-      if (!o->json.empty()) write_output_file(o->json, json_text(versioned({{"held_out_rows", jrows}, {"held_out_summary", jsum}}, "validate")));
+      text += fmt::format("\nBy source, multi-node rows held out:\n{:<18}{:<62}{:>6}{:>12}{:>12}  {}\n", "fabric", "file", "rows",
+                          "median |e|", "mean error", "nodes");
+      nlohmann::json jsrc = nlohmann::json::array();
+      for (const auto& [key, s] : by_source) {
+        const auto e = summarize_errors(s.err);
+        std::string nodes;
+        for (int n : s.nodes) nodes += (nodes.empty() ? "" : ",") + std::to_string(n);
+        const std::string name = std::filesystem::path(key.second).filename().string();
+        text += fmt::format("{:<18}{:<62}{:>6}{:>11.1f}%{:>+11.1f}%  {}\n", key.first, name.substr(0, 61), s.err.size(), 100 * e.median_abs,
+                            100 * e.mean_signed, nodes);
+        jsrc.push_back({{"fabric", key.first}, {"file", key.second}, {"rows", s.err.size()}, {"median_abs_error", e.median_abs},
+                        {"mean_error", e.mean_signed}, {"nodes", std::vector<int>(s.nodes.begin(), s.nodes.end())}});
+      }
+      if (!o->json.empty())
+        write_output_file(o->json, json_text(versioned({{"held_out_rows", jrows}, {"held_out_summary", jsum}, {"held_out_by_source", jsrc}}, "validate")));
       if (o->json != "-") write_stdout(text);
       return 0;
     }

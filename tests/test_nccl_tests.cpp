@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <map>
 
 #include "helpers.hpp"
 #include "models/hardware/catalog.hpp"
@@ -279,4 +280,29 @@ TEST_CASE("a network crossing's fixed cost and a hop faster than NCCL's table: c
   // A calibration file may carry a negative hop latency, down to the floor; below it is an error.
   CHECK(run_cli("collective --instance dgx-h100 --nodes 2 --op all_reduce -b 8 -e 8 --calibration " +
                 temp_file("floor.yaml", "network: {inter_latency_us: -3}\n")).status == 2);
+}
+
+TEST_CASE("validate --leave-one-source-out: the multi-node rows of each source file, summed, are the held-out rows") {
+  const std::string dir = std::string(MICSIM_SOURCE_DIR) + "/validation/data/nccl-tests/";
+  auto r = run_cli("validate --leave-one-source-out " + dir + "aws_awsome_distributed_training_nccl_tests_readme.csv " + dir +
+                   "crazyguitar_aws_gpu_communication_benchmark_p5_efa.csv --json -");
+  REQUIRE(r.status == 0);
+  const auto js = nlohmann::json::parse(r.output);
+  std::map<std::string, std::vector<double>> multi;  // file -> errors of its multi-node held-out rows
+  for (const auto& row : js.at("held_out_rows"))
+    if (row.at("nodes").get<int>() >= 2) multi[row.at("file").get<std::string>()].push_back(row.at("error").get<double>());
+  REQUIRE(js.at("held_out_by_source").size() == multi.size());
+  REQUIRE(multi.size() == 2);
+  for (const auto& s : js.at("held_out_by_source")) {
+    const auto& errors = multi.at(s.at("file").get<std::string>());
+    CHECK(s.at("rows").get<size_t>() == errors.size());
+    CHECK(s.at("median_abs_error").get<double>() == doctest::Approx(summarize_errors(errors).median_abs));
+    CHECK(s.at("mean_error").get<double>() == doctest::Approx(summarize_errors(errors).mean_signed));
+    CHECK(s.at("fabric") == "efa-v2");
+  }
+  // The text names each file with its node counts.
+  auto text = run_cli("validate --leave-one-source-out " + dir + "aws_awsome_distributed_training_nccl_tests_readme.csv " + dir +
+                      "crazyguitar_aws_gpu_communication_benchmark_p5_efa.csv");
+  CHECK(text.output.find("crazyguitar_aws_gpu_communication_benchmark_p5_efa.csv") != std::string::npos);
+  CHECK(text.output.find("2,4,8,16,32") != std::string::npos);
 }
