@@ -4,6 +4,7 @@
 // calibration file that scenarios load with `calibration:`. --gemm / --kernels fit the compute
 // kernels' terms; --runs, last, fits the in-step compute scales to measured training steps
 // (validation/measured_runs.hpp).
+#include <set>
 #include <fmt/format.h>
 
 #include <iostream>
@@ -221,7 +222,14 @@ Runner add_calibrate(CLI::App& app) {
     log << fmt::format("\nmedian |error| {:.1f}% -> {:.1f}%, p90 {:.1f}% -> {:.1f}%\n", 100 * sb.median_abs,
                              100 * sa.median_abs, 100 * sb.p90_abs, 100 * sa.p90_abs);
     c.overlay(fit.calibration);
-    sources.push_back(fmt::format("{} nccl-tests rows from {}", fit.rows.size(), join_choices(o->nccl_tests)));
+    // A log's NCCL settings the model has no term for are in the fitted terms now: the file says so.
+    std::set<std::string> settings;
+    for (const auto& r : fit.rows)
+      if (const std::string v = map.unmodelled_setting(r.environment); !v.empty()) settings.insert(v);
+    std::string with;
+    for (const auto& v : settings) with += (with.empty() ? "" : ", ") + v;
+    sources.push_back(fmt::format("{} nccl-tests rows from {}{}", fit.rows.size(), join_choices(o->nccl_tests),
+                                  with.empty() ? "" : " (runs set " + with + ": the terms hold for that setting)"));
     return finish();
   };
 }

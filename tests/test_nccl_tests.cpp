@@ -306,3 +306,26 @@ TEST_CASE("validate --leave-one-source-out: the multi-node rows of each source f
   CHECK(text.output.find("crazyguitar_aws_gpu_communication_benchmark_p5_efa.csv") != std::string::npos);
   CHECK(text.output.find("2,4,8,16,32") != std::string::npos);
 }
+
+TEST_CASE("a log's NCCL settings, read off its NCCL INFO lines: validate warns, calibrate records them") {
+  const std::string fixture_text = micsim::test::read_text(std::string(MICSIM_SOURCE_DIR) + "/tests/data/nccl-tests/new_format_all_gather.txt");
+  REQUIRE(!fixture_text.empty());
+  const std::string log = temp_file("tuned.txt", "node-a:1:1 [0] NCCL INFO NCCL_MIN_CTAS set by environment to 24\n"
+                                                 "node-a:1:1 [0] NCCL INFO NCCL_PROTO set by environment to Simple\n" + fixture_text);
+  const auto rows = load_nccl_tests(log);
+  REQUIRE(!rows.empty());
+  CHECK(rows.front().environment == "NCCL_MIN_CTAS=24 NCCL_PROTO=Simple");
+  CHECK(rows.front().forced.protocol == Protocol::Simple);  // modelled: the prediction runs it
+  CHECK_FALSE(ClusterMap::builtin().instance_for(rows.front()));
+  // validate --instance still predicts it, and says what it cannot model; without the setting, no warning.
+  auto v = run_cli("validate " + log + " --instance p4d.24xlarge");
+  CHECK(v.status == 0);
+  CHECK(v.output.find("the run set NCCL_MIN_CTAS, which micsim has no term for") != std::string::npos);
+  CHECK(v.output.find("all_gather") != std::string::npos);
+  const std::string plain = std::string(MICSIM_SOURCE_DIR) + "/tests/data/nccl-tests/new_format_all_gather.txt";
+  CHECK(run_cli("validate " + plain + " --instance p4d.24xlarge").output.find("warning") == std::string::npos);
+  // calibrate fits it (the terms then include the setting) and its file says so.
+  const std::string cal = micsim::test::temp_path("tuned-cal.yaml");
+  REQUIRE(run_cli("calibrate --nccl-tests " + log + " --instance p4d.24xlarge --out " + cal).status == 0);
+  CHECK(micsim::test::read_text(cal).find("runs set NCCL_MIN_CTAS: the terms hold for that setting") != std::string::npos);
+}

@@ -43,7 +43,7 @@ std::string ClusterMap::unmodelled_setting(const std::string& text) const {
 }
 
 std::optional<std::string> ClusterMap::instance_for(const NcclTestRow& row) const {
-  if (!unmodelled_setting(row.source).empty()) return std::nullopt;
+  if (!unmodelled_setting(row.source).empty() || !unmodelled_setting(row.environment).empty()) return std::nullopt;
   return instance_for(row.cluster);
 }
 

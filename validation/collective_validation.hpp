@@ -19,7 +19,7 @@ class ClusterMap {
   // The instance a cluster is, or nullopt: not a catalog instance, or the run set an NCCL variable
   // the model has no term for (`not_modelled` in the file), so no instance predicts it.
   std::optional<std::string> instance_for(const std::string& cluster) const;
-  // The same for a published row, whose source (the command it cites) may set the variables too.
+  // The same for a published row, whose source (the command it cites) or log environment may set them too.
   std::optional<std::string> instance_for(const NcclTestRow& row) const;
   // The first `not_modelled` variable the text sets ("NAME=..."), or "".
   std::string unmodelled_setting(const std::string& text) const;

@@ -157,12 +157,16 @@ std::vector<NcclTestRow> parse_nccl_tests_log(const std::string& text, const std
   double time_scale = 1e-6;         // us by default
   bool saw_unit_line = false;
   std::vector<NcclTestRow> rows;
+  std::set<std::string> environment;  // "NAME=VALUE" from "NAME set by environment to VALUE"
   while (std::getline(in, raw)) {
     ++lineno;
     std::string line = strip_prefix(raw);
     if (!line.empty() && line.back() == '\r') line.pop_back();
     auto toks = split_ws(line);
     if (toks.empty()) continue;
+    for (size_t i = 0; i + 4 < toks.size(); ++i)
+      if (toks[i].rfind("NCCL_", 0) == 0 && toks[i + 1] == "set" && toks[i + 2] == "by" && toks[i + 3] == "environment" && toks[i + 4] == "to")
+        environment.insert(toks[i] + "=" + (i + 5 < toks.size() ? toks[i + 5] : std::string()));
     if (toks[0][0] == '#') {
       if (op.empty()) op = op_from_text(line);
       // "#  Rank  0 Group  0 Pid 6899 on HOST device 0 [...] NVIDIA ..." (older: "#   Rank  0 on HOST device ...")
@@ -240,11 +244,14 @@ std::vector<NcclTestRow> parse_nccl_tests_log(const std::string& text, const std
   if (nr > (1 << 24) || nn > (1 << 20) || nr % nn != 0)
     throw InputError({opt.ranks > 0 ? "--ranks " + std::to_string(opt.ranks) : file, 0, 0}, "ranks",
                      fmt::format("{} ranks on {} nodes: expected the same number of ranks on every node (ranks a multiple of nodes)", nr, nn));
+  std::string env;
+  for (const auto& e : environment) env += (env.empty() ? "" : " ") + e;
   for (auto& r : rows) {
     set_op(r, op);
     r.ranks = nr;
     r.nodes = nn;
     r.forced = forced_choice(text, r.op);
+    r.environment = env;
   }
   return rows;
 }

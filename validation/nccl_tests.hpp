@@ -22,6 +22,9 @@ struct NcclTestRow {
   std::optional<double> algbw;    // bytes/s
   std::string cluster;            // CSV only
   std::string source;             // CSV: citation; log: file name
+  // Log: the NCCL variables its "NCCL INFO NAME set by environment to VALUE" lines report, as "NAME=VALUE"
+  // separated by spaces (a CSV row states its settings in `source` or `cluster`).
+  std::string environment;
   // NCCL_ALGO / NCCL_PROTO the run forced (read off the CSV's source text or the log's command and
   // "set by environment" lines): the prediction runs the same algorithm and protocol.
   CollectiveChoice forced;
