@@ -38,7 +38,7 @@ ClusterMap ClusterMap::builtin() {
 
 std::string ClusterMap::unmodelled_setting(const std::string& text) const {
   for (const auto& name : not_modelled_)
-    if (text.find(name + "=") != std::string::npos) return name;
+    if (!nccl_setting(text, name).empty()) return name;
   return "";
 }
 

@@ -21,7 +21,7 @@ class ClusterMap {
   std::optional<std::string> instance_for(const std::string& cluster) const;
   // The same for a published row, whose source (the command it cites) or log environment may set them too.
   std::optional<std::string> instance_for(const NcclTestRow& row) const;
-  // The first `not_modelled` variable the text sets ("NAME=..."), or "".
+  // The first `not_modelled` variable the text sets (nccl_setting), or "".
   std::string unmodelled_setting(const std::string& text) const;
 
  private:

@@ -99,11 +99,7 @@ void set_op(NcclTestRow& r, const std::string& name) {
 
 }  // namespace
 
-namespace {
-
-// The token after "NAME=" or "NAME set by environment to " in `text` ("" if neither is there), without
-// the punctuation a citation puts after it ("NCCL_ALGO=Ring, ..."); a list keeps its inner commas.
-std::string env_value(const std::string& text, const std::string& name) {
+std::string nccl_setting(const std::string& text, const std::string& name) {
   for (const std::string& lead : {name + "=", name + " set by environment to "}) {
     const size_t at = text.find(lead);
     if (at == std::string::npos) continue;
@@ -115,6 +111,8 @@ std::string env_value(const std::string& text, const std::string& name) {
   }
   return "";
 }
+
+namespace {
 
 // Lower case without underscores: NCCL's spellings ("NVLSTree", "allreduce") against micsim's
 // ("nvls_tree", "all_reduce").
@@ -137,10 +135,10 @@ std::string single_choice(const std::string& v, CollectiveOp op) {
 
 CollectiveChoice forced_choice(const std::string& text, CollectiveOp op) {
   CollectiveChoice c;
-  if (const std::string a = single_choice(env_value(text, "NCCL_ALGO"), op); !a.empty())
+  if (const std::string a = single_choice(nccl_setting(text, "NCCL_ALGO"), op); !a.empty())
     for (auto x : {NcclAlgorithm::Ring, NcclAlgorithm::Tree, NcclAlgorithm::NVLS, NcclAlgorithm::NVLSTree})
       if (canonical(to_string(x)) == a) c.algorithm = x;
-  if (const std::string p = single_choice(env_value(text, "NCCL_PROTO"), op); !p.empty())
+  if (const std::string p = single_choice(nccl_setting(text, "NCCL_PROTO"), op); !p.empty())
     if (auto protos = parse_nccl_proto(p); protos && protos->size() == 1) c.protocol = protos->front();
   return c;
 }
@@ -157,16 +155,14 @@ std::vector<NcclTestRow> parse_nccl_tests_log(const std::string& text, const std
   double time_scale = 1e-6;         // us by default
   bool saw_unit_line = false;
   std::vector<NcclTestRow> rows;
-  std::set<std::string> environment;  // "NAME=VALUE" from "NAME set by environment to VALUE"
+  std::string environment;  // the log's "NCCL INFO NAME set by environment to VALUE" lines
   while (std::getline(in, raw)) {
     ++lineno;
     std::string line = strip_prefix(raw);
     if (!line.empty() && line.back() == '\r') line.pop_back();
     auto toks = split_ws(line);
     if (toks.empty()) continue;
-    for (size_t i = 0; i + 4 < toks.size(); ++i)
-      if (toks[i].rfind("NCCL_", 0) == 0 && toks[i + 1] == "set" && toks[i + 2] == "by" && toks[i + 3] == "environment" && toks[i + 4] == "to")
-        environment.insert(toks[i] + "=" + (i + 5 < toks.size() ? toks[i + 5] : std::string()));
+    if (line.find(" set by environment to ") != std::string::npos) environment += line + "\n";
     if (toks[0][0] == '#') {
       if (op.empty()) op = op_from_text(line);
       // "#  Rank  0 Group  0 Pid 6899 on HOST device 0 [...] NVIDIA ..." (older: "#   Rank  0 on HOST device ...")
@@ -244,14 +240,12 @@ std::vector<NcclTestRow> parse_nccl_tests_log(const std::string& text, const std
   if (nr > (1 << 24) || nn > (1 << 20) || nr % nn != 0)
     throw InputError({opt.ranks > 0 ? "--ranks " + std::to_string(opt.ranks) : file, 0, 0}, "ranks",
                      fmt::format("{} ranks on {} nodes: expected the same number of ranks on every node (ranks a multiple of nodes)", nr, nn));
-  std::string env;
-  for (const auto& e : environment) env += (env.empty() ? "" : " ") + e;
   for (auto& r : rows) {
     set_op(r, op);
     r.ranks = nr;
     r.nodes = nn;
     r.forced = forced_choice(text, r.op);
-    r.environment = env;
+    r.environment = environment;
   }
   return rows;
 }

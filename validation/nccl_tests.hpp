@@ -22,8 +22,8 @@ struct NcclTestRow {
   std::optional<double> algbw;    // bytes/s
   std::string cluster;            // CSV only
   std::string source;             // CSV: citation; log: file name
-  // Log: the NCCL variables its "NCCL INFO NAME set by environment to VALUE" lines report, as "NAME=VALUE"
-  // separated by spaces (a CSV row states its settings in `source` or `cluster`).
+  // Log: its "NCCL INFO NAME set by environment to VALUE" lines (read them with nccl_setting); a CSV row
+  // states its settings in `source` or `cluster`.
   std::string environment;
   // NCCL_ALGO / NCCL_PROTO the run forced (read off the CSV's source text or the log's command and
   // "set by environment" lines): the prediction runs the same algorithm and protocol.
@@ -47,6 +47,10 @@ struct NcclTestsOptions {
 // operation. Only a single choice counts: lists ("Ring,Tree"), exclusions ("^LL128") and values of other
 // operations ("allgather:ring" for an all_reduce) leave the choice free, as they leave NCCL more than one.
 CollectiveChoice forced_choice(const std::string& text, CollectiveOp op);
+// The value `text` gives the NCCL variable `name` ("NAME=VALUE" in a cited command, or a log's "NAME set
+// by environment to VALUE"), without the punctuation a citation puts after it ("NCCL_ALGO=Ring, ..."; a
+// list keeps its inner commas); "" when the text does not set it.
+std::string nccl_setting(const std::string& text, const std::string& name);
 
 // A text log or a CSV file (decided by content). Errors are InputError with file:line.
 std::vector<NcclTestRow> load_nccl_tests(const std::string& path, const NcclTestsOptions& opt = {});

@@ -63,6 +63,8 @@ struct NetworkParams {
   // all_reduce takes ~30 us at 2 nodes and ~36 us at 4 (validation/data/nccl-tests), a 3-us hop where
   // NCCL's tree LL hop is 5 us + latencyInter.
   double inter_fixed_latency_s = 0;
+  // That cost for a group over `nodes` nodes: none inside one node.
+  double crossing_latency(int nodes) const { return nodes > 1 ? inter_fixed_latency_s : 0.0; }
   // Protocol and algorithm terms across nodes, relative to NCCL's own model. NCCL gives LL128 0.92 (ring)
   // or 120/128 (tree) of Simple's bandwidth; a fabric that delivers 128-byte lines slower than Simple's
   // large chunks reaches a fraction of that (inter_ll128_efficiency < 1). Trees over >= 3 nodes pipeline

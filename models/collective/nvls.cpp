@@ -33,7 +33,7 @@ std::optional<CollectiveEstimate> estimate_nvls(const NetworkParams& net, Collec
     e.latency_s = intra_lat;
   } else {
     double inter_lat = nccl::hw_latency(nccl::LinkClass::Net, NcclAlgorithm::NVLSTree, proto) + 2 * net.inter_latency_s;
-    e.latency_s = intra_lat + 2.0 * std::log2(double(k)) * inter_lat + net.inter_fixed_latency_s;
+    e.latency_s = intra_lat + 2.0 * std::log2(double(k)) * inter_lat + net.crossing_latency(k);
   }
   e.latency_s += net.call_overhead_s;
   e.time_s = e.latency_s + std::max(t_intra, t_inter);

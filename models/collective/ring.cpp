@@ -60,7 +60,7 @@ std::optional<CollectiveEstimate> estimate_ring(const NetworkParams& net, Collec
                inter_steps * inter_lat;
   if (all_reduce && proto == Protocol::Simple && k > 1 && bytes / (net.channels * n) >= 64)
     lat *= nccl::ring_plateau_factor(net.arch);
-  e.latency_s = lat + net.call_overhead_s + (k > 1 ? net.inter_fixed_latency_s : 0.0);
+  e.latency_s = lat + net.call_overhead_s + net.crossing_latency(k);
   // The NVLink ramp and the latency sum are both a fixed cost per ring step. On one node, where the
   // ramp is measured, NCCL's sum is a few microseconds and the ramp's shortfall is all of it; across
   // nodes every step also waits for the hops NCCL's latency charges, so a step pays the larger of the

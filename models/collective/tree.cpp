@@ -52,8 +52,7 @@ std::optional<CollectiveEstimate> estimate_tree(const NetworkParams& net, Collec
   double inter_lat = nccl::hw_latency(nccl::LinkClass::Net, NcclAlgorithm::Tree, proto) + net.inter_latency_s;
   if (proto == Protocol::Simple) inter_lat += net.inter_latency_s;
   e.latency_s = nccl::base_latency(NcclAlgorithm::Tree, proto) +
-                2.0 * ((r - 1) * intra_lat + std::log2(double(k)) * inter_lat) + net.call_overhead_s +
-                (k > 1 ? net.inter_fixed_latency_s : 0.0);
+                2.0 * ((r - 1) * intra_lat + std::log2(double(k)) * inter_lat) + net.call_overhead_s + net.crossing_latency(k);
   e.time_s = e.latency_s + t_bw;
   const double raw = std::max(t_intra, t_inter), scale = raw > 0 ? t_bw / raw : 0.0;
   e.intra_time_s = t_intra * scale;
