@@ -178,3 +178,26 @@ TEST_CASE("a ring across nodes pays its NVLink ramp's shortfall or its latency s
     CHECK(s.time_s == doctest::Approx(s.latency_s + std::max(s.intra_time_s, s.inter_time_s)).epsilon(1e-12));
   }
 }
+
+TEST_CASE("one rank per node: every ring step pays NCCL's tree network hop (tuning.cc since v2.23)") {
+  // NCCL: "With ppn=1 latencies are fully exposed, use the Tree network latency": hwLat[NET][Tree][p]
+  // (LL 5.0, LL128 8.5 us) replaces the ring's (2.7, 4.0 us); Simple is 14 us either way.
+  NetworkParams net = NetworkParams::from_instance(HardwareCatalog::builtin().instance("dgx-h100"));
+  net.call_overhead_s = 0;
+  net.inter_fixed_latency_s = 0;
+  net.intra_latency_scale = 1.0;
+  const double L = net.inter_latency_s;
+  const auto op = CollectiveOp::AllGather;
+  const int k = 16;
+  auto one = *estimate_ring(net, op, 4096, GroupLayout::make(k, k), Protocol::LL);
+  // all_gather on 16 nodes x 1 rank: 15 steps, all across the network.
+  CHECK(one.latency_s == doctest::Approx(6.6e-6 + 15 * (5.0e-6 + L)).epsilon(1e-9));
+  auto one128 = *estimate_ring(net, op, 4096, GroupLayout::make(k, k), Protocol::LL128);
+  CHECK(one128.latency_s == doctest::Approx(14.0e-6 + 15 * (8.5e-6 + L)).epsilon(1e-9));
+  // Two ranks per node keep the ring's hop: 31 steps, 15 across the network at 2.7 us + L.
+  auto two = *estimate_ring(net, op, 4096, GroupLayout::make(2 * k, k), Protocol::LL);
+  CHECK(two.latency_s == doctest::Approx(6.6e-6 + 16 * std::max(0.6e-6, 1.0e-6) + 15 * (2.7e-6 + L)).epsilon(1e-9));
+  // Simple has the same hop either way.
+  auto simple = *estimate_ring(net, op, 4096, GroupLayout::make(k, k), Protocol::Simple);
+  CHECK(simple.latency_s == doctest::Approx(8.4e-6 + 15 * (14.0e-6 + 2 * L)).epsilon(1e-9));
+}
