@@ -58,6 +58,8 @@ std::optional<CollectiveEstimate> estimate_ring(const NetworkParams& net, Collec
   int inter_steps = 0;
   if (k > 1) {
     intra_lat = std::max(intra_lat, (proto == Protocol::Simple ? 3.0 : 1.0) * 1e-6);  // NCCL_NET_OVERHEAD
+    // all_reduce: 2k network steps, NCCL <= 2.21's count. NCCL 2.23+ counts 2(k-1); held out, the 2019 p3dn
+    // rows (the only ones that tell the two apart) go from 1.5 to 39 % with it (docs/model.md sec 4.3).
     inter_steps = std::min(nsteps, all_reduce ? 2 * k : k - 1);
   }
   double lat = nccl::base_latency(NcclAlgorithm::Ring, proto) + (nsteps - inter_steps) * intra_lat +
