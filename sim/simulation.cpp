@@ -371,10 +371,12 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
                                       "(jitter_cv {:.4g} x {}, standard normals; what communication hides is absorbed; docs/model.md sec 2.6)",
                                       met, step_end, analytic_jitter_factor(p), p.compute_calibration.jitter_cv, formula));
     else
-      r.sources.push_back(fmt::format("jitter: each node's compute x (1 + {:.4g} x the largest of its GPUs' normal draws), sampled with {} "
-                                      "for the whole step (what_if.jitter_seed; docs/model.md sec 2.6)", p.compute_calibration.jitter_cv,
+      r.sources.push_back(fmt::format("jitter: each node's compute x (1 + {:.4g} x the largest of its GPUs' normal draws), drawn per micro-step "
+                                      "with {}; the {} ranks a micro-step meets run at their slowest's pace (what_if.jitter_seed; docs/model.md sec 2.6)",
+                                      p.compute_calibration.jitter_cv,
                                       p.scenario.what_if.jitter_seed ? fmt::format("seed {}", *p.scenario.what_if.jitter_seed)
-                                                                     : std::string("micsim's fixed seed")));
+                                                                     : std::string("micsim's fixed seed"),
+                                      p.sync_ranks));
   }
   if (const double f = straggler_factor(p); f > 0) {
     const ComputeCalibration& c = p.compute_calibration;

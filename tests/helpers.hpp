@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "approx.hpp"
 #include "sim/report/report.hpp"
 #include "sim/simulation.hpp"
 

@@ -1,6 +1,8 @@
 // The analytic engine on hand-built graphs with known answers.
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include "sim/analytic/analytic_engine.hpp"
 
 using namespace micsim;
@@ -50,9 +52,9 @@ TEST_CASE("prefetch pipeline: gathers overlap compute, the critical path is clos
     // Gather-bound (g > c): gathers run back to back (each waits for a compute that ends earlier),
     // and the last compute follows the last gather: n·g + c.
     const double expected = gtime <= c ? gtime + n * c : n * gtime + c;
-    CHECK(t.iteration_time_s == doctest::Approx(expected));
-    CHECK(t.compute_s == doctest::Approx(n * c));
-    CHECK(t.compute_s + t.exposed_comm_s + t.idle_s == doctest::Approx(t.iteration_time_s));
+    CHECK(t.iteration_time_s == rel_approx(expected));
+    CHECK(t.compute_s == rel_approx(n * c));
+    CHECK(t.compute_s + t.exposed_comm_s + t.idle_s == rel_approx(t.iteration_time_s));
   }
 }
 
@@ -61,20 +63,20 @@ TEST_CASE("collectives on the same tier share it fairly, on different tiers they
   same.add(TaskKind::ParamAllGather, StreamId::Gather, 1.0, {}, true, false);
   same.add(TaskKind::GradReduceScatter, StreamId::Reduce, 1.0, {}, true, false);
   auto ts = run_analytic(same.g, same.costs);
-  CHECK(ts.iteration_time_s == doctest::Approx(2.0));  // both at half speed: both end at 2
-  CHECK(ts.tasks[0].end == doctest::Approx(2.0));
-  CHECK(ts.tasks[1].end == doctest::Approx(2.0));
+  CHECK(ts.iteration_time_s == rel_approx(2.0));  // both at half speed: both end at 2
+  CHECK(ts.tasks[0].end == rel_approx(2.0));
+  CHECK(ts.tasks[1].end == rel_approx(2.0));
   GraphBuilder unequal;  // a short one next to a long one: 2 x 0.5 for the short, the long one delayed by 0.5
   unequal.add(TaskKind::GradReduceScatter, StreamId::Reduce, 3.0, {}, false, true);
   unequal.add(TaskKind::ParamAllGather, StreamId::Gather, 0.5, {}, false, true);
   auto tu = run_analytic(unequal.g, unequal.costs);
-  CHECK(tu.tasks[1].end == doctest::Approx(1.0));
-  CHECK(tu.tasks[0].end == doctest::Approx(3.5));
+  CHECK(tu.tasks[1].end == rel_approx(1.0));
+  CHECK(tu.tasks[0].end == rel_approx(3.5));
   GraphBuilder diff;
   diff.add(TaskKind::ParamAllGather, StreamId::Gather, 1.0, {}, true, false);
   diff.add(TaskKind::GradAllReduce, StreamId::Reduce, 1.0, {}, false, true);
   auto t = run_analytic(diff.g, diff.costs);
-  CHECK(t.iteration_time_s == doctest::Approx(1.0));
-  CHECK(t.exposed_comm_s == doctest::Approx(1.0));
-  CHECK(t.idle_s == doctest::Approx(0.0));
+  CHECK(t.iteration_time_s == rel_approx(1.0));
+  CHECK(t.exposed_comm_s == rel_approx(1.0));
+  CHECK(t.idle_s == rel_approx(0.0));
 }

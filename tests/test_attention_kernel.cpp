@@ -47,28 +47,28 @@ TEST_CASE("attention kernels: the H100 terms are the medians of the published ro
   const std::vector<std::pair<double, double>> sdpa = {{1024, 287.457}, {2048, 293.208}, {4096, 298.428}, {8192, 287.696}, {16384, 304.199}};
   for (const auto& [seq, tflops] : sdpa) implied.push_back(tflops / 989 * (seq + half) / seq);
   std::sort(implied.begin(), implied.end());
-  CHECK(*fit.calibration.attention_efficiency == doctest::Approx(implied[2]).epsilon(1e-9));
+  CHECK(*fit.calibration.attention_efficiency == rel_approx(implied[2]).epsilon(1e-9));
   CHECK(fit.fa2().forward_rows == 5);
   CHECK(half < 100);  // SDPA's flash backend on H100 is as fast at 1k as at 16k without a mask
   CHECK_FALSE(fit.calibration.attention_backward_efficiency.has_value());  // no FA2 backward row
   // The catalog carries those fits (3 decimals; lengths to the token).
-  CHECK(h100.attention_efficiency == doctest::Approx(*fit.calibration.attention_efficiency).epsilon(0.002));
-  CHECK(h100.attention_seq_half.causal == doctest::Approx(fit.fa2().efficiency.seq_half.causal).epsilon(1e-9));
-  CHECK(h100.attention_seq_half.full == doctest::Approx(half).epsilon(1e-9));
+  CHECK(h100.attention_efficiency == rel_approx(*fit.calibration.attention_efficiency).epsilon(0.002));
+  CHECK(h100.attention_seq_half.causal == rel_approx(fit.fa2().efficiency.seq_half.causal).epsilon(1e-9));
+  CHECK(h100.attention_seq_half.full == rel_approx(half).epsilon(1e-9));
   REQUIRE(fit.attention_kernels.count(AttentionKernel::FA3) == 1);
   const AttentionKernelFit& fa3 = fit.attention_kernels.at(AttentionKernel::FA3);
   REQUIRE(h100.attention_kernels.count(AttentionKernel::FA3) == 1);
-  CHECK(h100.attention_kernels.at(AttentionKernel::FA3).forward == doctest::Approx(fa3.efficiency.forward).epsilon(0.002));
-  CHECK(h100.attention_kernels.at(AttentionKernel::FA3).backward == doctest::Approx(fa3.efficiency.backward).epsilon(0.002));
-  CHECK(h100.attention_kernels.at(AttentionKernel::FA3).seq_half.causal == doctest::Approx(fa3.efficiency.seq_half.causal));
+  CHECK(h100.attention_kernels.at(AttentionKernel::FA3).forward == rel_approx(fa3.efficiency.forward).epsilon(0.002));
+  CHECK(h100.attention_kernels.at(AttentionKernel::FA3).backward == rel_approx(fa3.efficiency.backward).epsilon(0.002));
+  CHECK(h100.attention_kernels.at(AttentionKernel::FA3).seq_half.causal == rel_approx(fa3.efficiency.seq_half.causal));
   // Hopper-native kernels are ~1.6x the Ampere-code class on the same die.
   CHECK(fa3.efficiency.forward / *fit.calibration.attention_efficiency > 1.4);
   const GpuSpec& h200 = HardwareCatalog::builtin().instance("p5e.48xlarge").gpu;
   const KernelFit fit200 = fit_kernels(h200, data_dir());
   REQUIRE(fit200.attention_kernels.count(AttentionKernel::CuDNN) == 1);
   const AttentionKernelFit& cudnn = fit200.attention_kernels.at(AttentionKernel::CuDNN);
-  CHECK(h200.attention_kernels.at(AttentionKernel::CuDNN).forward == doctest::Approx(cudnn.efficiency.forward).epsilon(0.002));
-  CHECK(h200.attention_kernels.at(AttentionKernel::CuDNN).seq_half.causal == doctest::Approx(cudnn.efficiency.seq_half.causal));
+  CHECK(h200.attention_kernels.at(AttentionKernel::CuDNN).forward == rel_approx(cudnn.efficiency.forward).epsilon(0.002));
+  CHECK(h200.attention_kernels.at(AttentionKernel::CuDNN).seq_half.causal == rel_approx(cudnn.efficiency.seq_half.causal));
   CHECK(h200.attention_efficiency == h100.attention_efficiency);  // FA2 as H100: same compute die
 }
 
@@ -94,11 +94,11 @@ TEST_CASE("attention kernels: the rate grows with sequence length as the publish
     return ComputeModel(h100, Precision::BF16, k).pass_time(w, false, true);
   };
   const AttentionSeqHalf& h = h100.attention_seq_half;
-  CHECK(per_flop(1024, true) / per_flop(16384, true) == doctest::Approx((1024 + h.causal) / 1024 * 16384 / (16384 + h.causal)));
-  CHECK(per_flop(1024, false) / per_flop(16384, false) == doctest::Approx((1024 + h.full) / 1024 * 16384 / (16384 + h.full)));
+  CHECK(per_flop(1024, true) / per_flop(16384, true) == rel_approx((1024 + h.causal) / 1024 * 16384 / (16384 + h.causal)));
+  CHECK(per_flop(1024, false) / per_flop(16384, false) == rel_approx((1024 + h.full) / 1024 * 16384 / (16384 + h.full)));
   CHECK(per_flop(1024, true) / per_flop(16384, true) > per_flop(1024, false) / per_flop(16384, false));
   // Unknown length (0): the long-sequence rate, as before the length terms existed.
-  CHECK(per_flop(0, true) * (1024 + h.causal) / 1024 == doctest::Approx(per_flop(1024, true)));
+  CHECK(per_flop(0, true) * (1024 + h.causal) / 1024 == rel_approx(per_flop(1024, true)));
 }
 
 TEST_CASE("attention kernels: FlashAttention in Triton runs at FA2 / 1.4 forward and FA2 / 2 backward, times its constant") {
@@ -107,8 +107,8 @@ TEST_CASE("attention kernels: FlashAttention in Triton runs at FA2 / 1.4 forward
   ComputeCalibration triton = ComputeCalibration::defaults_for(a100, AttentionKernel::Triton);
   for (double k : {1.0, 0.83}) {
     fa2.triton_attention_scale = triton.triton_attention_scale = k;
-    CHECK(attention_time(triton, a100, false) / attention_time(fa2, a100, false) == doctest::Approx(1.4 * k));
-    CHECK(attention_time(triton, a100, true) / attention_time(fa2, a100, true) == doctest::Approx(2.0 * k));
+    CHECK(attention_time(triton, a100, false) / attention_time(fa2, a100, false) == rel_approx(1.4 * k));
+    CHECK(attention_time(triton, a100, true) / attention_time(fa2, a100, true) == rel_approx(2.0 * k));
   }
   CHECK(triton.source.find("arXiv 2307.08691") != std::string::npos);
 }

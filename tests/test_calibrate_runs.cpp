@@ -55,9 +55,9 @@ TEST_CASE("calibrate --runs recovers the GEMM and attention scales that produced
   // bands' within-stack scatter, validation/measured_runs.cpp), the GEMM scale within 2 %.
   const RunsOnDisk runs = write_runs(0.85, 1.12);
   const RunFit fit = fit_measured_runs("p5.48xlarge", load_measured_runs(runs.csv), Calibration{});
-  CHECK(fit.gemm_scale_start == doctest::Approx(HardwareCatalog::builtin().instance("p5.48xlarge").gpu.sustained_gemm_scale).epsilon(1e-9));
-  CHECK(fit.gemm_scale == doctest::Approx(0.85).epsilon(0.02));
-  CHECK(fit.attention_scale == doctest::Approx(1.12).epsilon(0.05));
+  CHECK(fit.gemm_scale_start == rel_approx(HardwareCatalog::builtin().instance("p5.48xlarge").gpu.sustained_gemm_scale).epsilon(1e-9));
+  CHECK(fit.gemm_scale == rel_approx(0.85).epsilon(0.02));
+  CHECK(fit.attention_scale == rel_approx(1.12).epsilon(0.05));
   REQUIRE(fit.rows.size() == 4);
   CHECK(fit.held_out);
   for (const auto& row : fit.rows) {
@@ -73,10 +73,10 @@ TEST_CASE("calibrate --runs takes step times and whole-job tokens/s alike, and w
   const RunsOnDisk steps = write_runs(0.9, 1.0, "step_time_s");
   const RunFit a = fit_measured_runs("p5.48xlarge", load_measured_runs(per_gpu.csv), Calibration{});
   const RunFit b = fit_measured_runs("p5.48xlarge", load_measured_runs(steps.csv), Calibration{});
-  CHECK(b.gemm_scale == doctest::Approx(a.gemm_scale).epsilon(1e-6));
-  CHECK(b.rows[2].measured == doctest::Approx(per_gpu.tokens_per_gpu[2]).epsilon(1e-9));
+  CHECK(b.gemm_scale == rel_approx(a.gemm_scale).epsilon(1e-6));
+  CHECK(b.rows[2].measured == rel_approx(per_gpu.tokens_per_gpu[2]).epsilon(1e-9));
   const RunsOnDisk job = write_runs(0.9, 1.0, "tokens_per_s");
-  CHECK(fit_measured_runs("p5.48xlarge", load_measured_runs(job.csv), Calibration{}).gemm_scale == doctest::Approx(a.gemm_scale).epsilon(1e-6));
+  CHECK(fit_measured_runs("p5.48xlarge", load_measured_runs(job.csv), Calibration{}).gemm_scale == rel_approx(a.gemm_scale).epsilon(1e-6));
 
   const std::string out = per_gpu.dir + "/cal.yaml";
   auto r = run_cli("calibrate --runs " + per_gpu.csv + " --instance p5.48xlarge --out " + out);
@@ -84,12 +84,12 @@ TEST_CASE("calibrate --runs takes step times and whole-job tokens/s alike, and w
   CHECK(r.output.find("held out (each run left out in turn)") != std::string::npos);
   const Calibration c = load_calibration(out);
   REQUIRE(c.gemm_scale.has_value());
-  CHECK(*c.gemm_scale == doctest::Approx(a.gemm_scale).epsilon(1e-4));
+  CHECK(*c.gemm_scale == rel_approx(a.gemm_scale).epsilon(1e-4));
   CHECK(c.instance == "p5.48xlarge");
   // A scenario that loads the file predicts the run as the fit said it would.
   Scenario sc = load_scenario(per_gpu.dir + "/llama-s16384.yaml", {"calibration=" + out});
   const SimulationResult res = simulate_analytic(prepare_simulation(sc));
-  CHECK(res.tokens_per_s / res.world_size == doctest::Approx(per_gpu.tokens_per_gpu[2] * (1 + a.rows[2].after)).epsilon(1e-3));
+  CHECK(res.tokens_per_s / res.world_size == rel_approx(per_gpu.tokens_per_gpu[2] * (1 + a.rows[2].after)).epsilon(1e-3));
   CHECK(std::fabs(a.rows[2].after) < 0.02);
 }
 

@@ -2,6 +2,8 @@
 // (docs/reference/nccl-and-compute.md §3.4, validation/data/nccl-tests/).
 #include <doctest/doctest.h>
 
+#include "approx.hpp"
+
 #include "models/collective/collective.hpp"
 #include "models/hardware/catalog.hpp"
 #include "models/io/input_error.hpp"
@@ -16,12 +18,12 @@ static CollectiveModel model_for(const char* instance) {
 TEST_CASE("8 A100 on NVSwitch: large all_reduce busbw near 230 GB/s, small all_reduce near 15 us") {
   auto m = model_for("p4d.24xlarge");
   auto big = m.estimate(CollectiveOp::AllReduce, double(1 << 30), GroupLayout::make(8, 1));
-  CHECK(big.busbw() / 1e9 == doctest::Approx(230.77).epsilon(0.03));  // NVIDIA/nccl#527: 230.77 GB/s
+  CHECK(big.busbw() / 1e9 == rel_approx(230.77).epsilon(0.03));  // NVIDIA/nccl#527: 230.77 GB/s
   // NCCL's free choice (without the EFA plugin's NCCL_PROTO=simple, below): ring LL, 6.6 + 14 x 0.6 us.
   NetworkParams free = NetworkParams::from_instance(HardwareCatalog::builtin().instance("p4d.24xlarge"));
   free.protocols.clear();
   auto small = CollectiveModel(free).estimate(CollectiveOp::AllReduce, 8, GroupLayout::make(8, 1));
-  CHECK(small.time_s * 1e6 == doctest::Approx(15.0).epsilon(0.05));
+  CHECK(small.time_s * 1e6 == rel_approx(15.0).epsilon(0.05));
   CHECK(small.protocol == Protocol::LL);
 }
 
@@ -35,7 +37,7 @@ TEST_CASE("an instance's NCCL_PROTO holds for every collective: p4d runs Simple 
     for (int nodes : {1, 2, 4})
       for (double bytes : {8.0, 65536.0, double(1 << 30)})
         CHECK(m.estimate(CollectiveOp::AllGather, bytes, GroupLayout::make(8 * nodes, nodes)).protocol == Protocol::Simple);
-    CHECK(m.estimate(CollectiveOp::AllReduce, 8, GroupLayout::make(16, 2)).time_s * 1e6 == doctest::Approx(164.3).epsilon(0.10));
+    CHECK(m.estimate(CollectiveOp::AllReduce, 8, GroupLayout::make(16, 2)).time_s * 1e6 == rel_approx(164.3).epsilon(0.10));
   }
   // Other instances keep NCCL's choice (LL for small messages).
   CHECK(model_for("p5.48xlarge").estimate(CollectiveOp::AllReduce, 8, GroupLayout::make(8, 1)).protocol == Protocol::LL);
@@ -66,7 +68,7 @@ TEST_CASE("tree is chosen over ring for mid-size all_reduce on 2 nodes, and busb
   auto big = m.estimate(CollectiveOp::AllReduce, 2.0 * (1 << 30), GroupLayout::make(16, 2));
   CHECK(big.algorithm == NcclAlgorithm::Tree);
   CHECK(big.busbw() > 50e9);                                         // 4 x 100 Gb/s = 50 GB/s
-  CHECK(big.busbw() / 1e9 == doctest::Approx(78.33).epsilon(0.05));  // published: 78.33 GB/s
+  CHECK(big.busbw() / 1e9 == rel_approx(78.33).epsilon(0.05));  // published: 78.33 GB/s
   // At 4+ nodes the ring's busbw stays below line rate.
   auto four = m.estimate(CollectiveOp::AllReduce, 2.0 * (1 << 30), GroupLayout::make(32, 4), {NcclAlgorithm::Ring, {}});
   CHECK(four.busbw() < 50e9);
@@ -80,15 +82,15 @@ TEST_CASE("hierarchical all-gather moves (k-1)/k of the data across nodes, a fla
     const int k = 2, g = 2, p = k * g;
     auto flat = m.estimate(CollectiveOp::AllGather, M, GroupLayout::make(p, k));
     auto h = estimate_hierarchical_allgather(m, M, k, g);
-    CHECK(flat.inter_bytes_per_node / M == doctest::Approx(3.0 / 4.0));
-    CHECK(h.inter_bytes_per_node() / M == doctest::Approx(1.0 / 2.0));
+    CHECK(flat.inter_bytes_per_node / M == rel_approx(3.0 / 4.0));
+    CHECK(h.inter_bytes_per_node() / M == rel_approx(1.0 / 2.0));
   }
   // p = 16 over 2 p4d nodes: 15/16 -> 1/2, and the gather is faster.
   {
     auto flat = m.estimate(CollectiveOp::AllGather, M, GroupLayout::make(16, 2));
     auto h = estimate_hierarchical_allgather(m, M, 2, 8);
-    CHECK(flat.inter_bytes_per_node / M == doctest::Approx(15.0 / 16.0));
-    CHECK(h.inter_bytes_per_node() / M == doctest::Approx(1.0 / 2.0));
+    CHECK(flat.inter_bytes_per_node / M == rel_approx(15.0 / 16.0));
+    CHECK(h.inter_bytes_per_node() / M == rel_approx(1.0 / 2.0));
     CHECK(h.inter.time_s + h.intra.time_s < flat.time_s);
   }
 }
@@ -98,7 +100,7 @@ TEST_CASE("NIC sharing: concurrent groups on a node split its NICs") {
   const double S = 512.0 * (1 << 20);
   auto alone = m.estimate(CollectiveOp::AllReduce, S, GroupLayout::make(8, 8, 1), {NcclAlgorithm::Ring, Protocol::Simple});
   auto shared = m.estimate(CollectiveOp::AllReduce, S, GroupLayout::make(8, 8, 4), {NcclAlgorithm::Ring, Protocol::Simple});
-  CHECK((shared.time_s - shared.latency_s) == doctest::Approx(4 * (alone.time_s - alone.latency_s)));
+  CHECK((shared.time_s - shared.latency_s) == rel_approx(4 * (alone.time_s - alone.latency_s)));
 }
 
 TEST_CASE("bigger messages never take less time, more bandwidth never takes more") {
@@ -150,8 +152,8 @@ TEST_CASE("a ring across nodes pays its NVLink ramp's shortfall or its latency s
     const double S = 64.0 * (1 << 20);
     auto ramped = *estimate_ring(net, op, S, g, proto), plain = *estimate_ring(flat, op, S, g, proto);
     const double step = S / 8, eff = 0.5 + 0.5 * step / (step + 16.0 * (1 << 20));
-    CHECK(ramped.latency_s == doctest::Approx(plain.latency_s));
-    CHECK(ramped.time_s - ramped.latency_s == doctest::Approx((plain.time_s - plain.latency_s) / eff).epsilon(1e-9));
+    CHECK(ramped.latency_s == rel_approx(plain.latency_s));
+    CHECK(ramped.time_s - ramped.latency_s == rel_approx((plain.time_s - plain.latency_s) / eff).epsilon(1e-9));
   }
   // 32 nodes, 1 GiB: 255 steps whose latency sum (~2.5 ms) exceeds the shortfall, so the ramp adds nothing.
   {
@@ -162,7 +164,7 @@ TEST_CASE("a ring across nodes pays its NVLink ramp's shortfall or its latency s
     const double shortfall = std::max(plain.intra_time_s / eff16, plain.inter_time_s) - std::max(plain.intra_time_s, plain.inter_time_s);
     REQUIRE(shortfall > 0);
     REQUIRE(shortfall < ramped.latency_s - net.call_overhead_s);
-    CHECK(ramped.time_s == doctest::Approx(plain.time_s).epsilon(1e-12));
+    CHECK(ramped.time_s == rel_approx(plain.time_s).epsilon(1e-12));
     // Past the latency sum the rest of the shortfall is charged: a deeper, slower ramp shows again.
     NetworkParams slow = net;
     slow.intra_ramp_min = 0.2;
@@ -173,9 +175,9 @@ TEST_CASE("a ring across nodes pays its NVLink ramp's shortfall or its latency s
     const double big_shortfall = std::max(plain.intra_time_s / eff, plain.inter_time_s) - std::max(plain.intra_time_s, plain.inter_time_s);
     const double latency_sum = s.latency_s - net.call_overhead_s;
     REQUIRE(big_shortfall > latency_sum);
-    CHECK(s.time_s == doctest::Approx(plain.time_s + big_shortfall - latency_sum).epsilon(1e-9));
+    CHECK(s.time_s == rel_approx(plain.time_s + big_shortfall - latency_sum).epsilon(1e-9));
     // The engines' split stays exact: time = latency + the slower tier.
-    CHECK(s.time_s == doctest::Approx(s.latency_s + std::max(s.intra_time_s, s.inter_time_s)).epsilon(1e-12));
+    CHECK(s.time_s == rel_approx(s.latency_s + std::max(s.intra_time_s, s.inter_time_s)).epsilon(1e-12));
   }
 }
 
@@ -191,14 +193,14 @@ TEST_CASE("one rank per node: every ring step pays NCCL's tree network hop (tuni
   const int k = 16;
   auto one = *estimate_ring(net, op, 4096, GroupLayout::make(k, k), Protocol::LL);
   // all_gather on 16 nodes x 1 rank: 15 steps, all across the network.
-  CHECK(one.latency_s == doctest::Approx(6.6e-6 + 15 * (5.0e-6 + L)).epsilon(1e-9));
+  CHECK(one.latency_s == rel_approx(6.6e-6 + 15 * (5.0e-6 + L)).epsilon(1e-9));
   auto one128 = *estimate_ring(net, op, 4096, GroupLayout::make(k, k), Protocol::LL128);
-  CHECK(one128.latency_s == doctest::Approx(14.0e-6 + 15 * (8.5e-6 + L)).epsilon(1e-9));
+  CHECK(one128.latency_s == rel_approx(14.0e-6 + 15 * (8.5e-6 + L)).epsilon(1e-9));
   // Two ranks per node keep the ring's hop: 31 steps, 15 across the network at 2.7 us + L, the other 16
   // on NVLink at NCCL's 1 us network overhead (above NVLink's 0.6 us LL hop).
   auto two = *estimate_ring(net, op, 4096, GroupLayout::make(2 * k, k), Protocol::LL);
-  CHECK(two.latency_s == doctest::Approx(6.6e-6 + 16 * 1.0e-6 + 15 * (2.7e-6 + L)).epsilon(1e-9));
+  CHECK(two.latency_s == rel_approx(6.6e-6 + 16 * 1.0e-6 + 15 * (2.7e-6 + L)).epsilon(1e-9));
   // Simple has the same hop either way.
   auto simple = *estimate_ring(net, op, 4096, GroupLayout::make(k, k), Protocol::Simple);
-  CHECK(simple.latency_s == doctest::Approx(8.4e-6 + 15 * (14.0e-6 + 2 * L)).epsilon(1e-9));
+  CHECK(simple.latency_s == rel_approx(8.4e-6 + 15 * (14.0e-6 + 2 * L)).epsilon(1e-9));
 }

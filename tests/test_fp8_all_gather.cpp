@@ -38,8 +38,8 @@ TEST_CASE("fp8_all_gather: a block's gather carries 1 byte per linear weight and
   const double linear = 4 * h * h + 3 * h * f, block = double(p.workload.rank_block_params);
   CHECK(double(block_linear_weights(m)) == linear);
   const double uses = 2.0 * m.layers;
-  CHECK(block_gather_bytes(off) == doctest::Approx(uses * 2.0 * block));
-  CHECK(block_gather_bytes(on) == doctest::Approx(uses * (2.0 * (block - linear) + linear)));
+  CHECK(block_gather_bytes(off) == rel_approx(uses * 2.0 * block));
+  CHECK(block_gather_bytes(on) == rel_approx(uses * (2.0 * (block - linear) + linear)));
   // Half the bytes on the same links and no per-use weight casts: never slower, and the gathered
   // buffer shrinks by the prefetched block's linear weights.
   const auto r_off = run(off), r_on = run(on);

@@ -42,7 +42,7 @@ TEST_CASE("harness bundle H200: the catalog's GEMM, cuDNN attention and HBM term
   CHECK(kinds["attention cudnn"].catalog.median_abs < 0.08);
   CHECK(std::fabs(kinds["attention cudnn"].catalog.mean_signed) < 0.05);
   // Device copy: 4251 GB/s measured, 0.886 of 4.8 TB/s; the catalog's 0.85 (BabelStream, Azure) is 4 % slow.
-  CHECK(kinds["hbm"].catalog.mean_signed == doctest::Approx(4251.06 / 4800 / h200.hbm_efficiency - 1).epsilon(1e-9));
+  CHECK(kinds["hbm"].catalog.mean_signed == rel_approx(4251.06 / 4800 / h200.hbm_efficiency - 1).epsilon(1e-9));
   CHECK(std::fabs(kinds["hbm"].catalog.mean_signed) < 0.06);
   // Errors are in time: a kernel that ran faster than the catalog's rate is predicted slow (positive),
   // whatever its kind. The one GEMM above 900 TFLOP/s (5120 x 5120 x 16384, the file's first row), and
@@ -112,13 +112,13 @@ TEST_CASE("harness bundle H200: micsim predicts its own measured FSDP2 training 
     }
     CHECK_MESSAGE(std::fabs(memory_error) < 0.09, m.name << ": predicted " << m.predicted_allocated_gib << " GiB, measured " << m.allocated_gib << " GiB");
   }
-  CHECK(mean == doctest::Approx(-0.092).epsilon(0.1));
+  CHECK(mean == rel_approx(-0.092).epsilon(0.1));
   // runs.csv (what `calibrate --runs` reads) holds the same measurements as train-step.csv, row for row.
   const CsvTable runs = load_csv(bundle() + "/runs.csv");
   REQUIRE(runs.rows.size() == steps.size());
   for (size_t i = 0; i < steps.size(); ++i) {
     CHECK(runs.rows[i].fields[size_t(runs.column("scenario"))] == "runs/" + steps[i].name + ".yaml");
-    CHECK(std::stod(runs.rows[i].fields[size_t(runs.column("step_time_s"))]) == doctest::Approx(steps[i].step_s).epsilon(1e-6));
+    CHECK(std::stod(runs.rows[i].fields[size_t(runs.column("step_time_s"))]) == rel_approx(steps[i].step_s).epsilon(1e-6));
   }
   // The user's flow on them: the in-step GEMM and attention scales fitted on seven runs predict the
   // eighth within a few per cent (MAPE 2.3 % held out, against 10.2 % with the catalog's constants).
@@ -147,9 +147,9 @@ TEST_CASE("optimizer_implementation foreach: PyTorch's multi-tensor AdamW moves 
   const ComputeModel m(h200, Precision::BF16, c);
   const double fused = m.optimizer_time(1498482688, Optimizer::Adam);
   const double foreach = m.optimizer_time(1498482688, Optimizer::Adam, OptimizerImplementation::Foreach);
-  CHECK(foreach / fused == doctest::Approx(84.0 / 32.0));
+  CHECK(foreach / fused == rel_approx(84.0 / 32.0));
   CHECK(m.optimizer_time(1498482688, Optimizer::Sgd, OptimizerImplementation::Foreach) ==
-        doctest::Approx(m.optimizer_time(1498482688, Optimizer::Sgd)));  // modelled for Adam only
+        rel_approx(m.optimizer_time(1498482688, Optimizer::Sgd)));  // modelled for Adam only
   // The profiler's optimizer kernels (multi_tensor_apply) per step, train-step-profile.csv: 32.0 ms for
   // the 1.50 B model, 76.8 ms for the 3.61 B one. The fused kernel's bytes would give 40 % of that.
   const CsvTable t = load_csv(bundle() + "/train-step-profile.csv");
@@ -159,14 +159,14 @@ TEST_CASE("optimizer_implementation foreach: PyTorch's multi-tensor AdamW moves 
       measured_ms[row.fields[size_t(t.column("config"))]] = std::stod(row.fields[size_t(t.column("ms_per_step"))]);
   REQUIRE(measured_ms.count("l1b-s2048-cudnn") == 1);
   REQUIRE(measured_ms.count("l3b-s4096-fullac-cudnn") == 1);
-  CHECK(foreach * 1e3 / measured_ms["l1b-s2048-cudnn"] == doctest::Approx(1.0).epsilon(0.08));
+  CHECK(foreach * 1e3 / measured_ms["l1b-s2048-cudnn"] == rel_approx(1.0).epsilon(0.08));
   CHECK(m.optimizer_time(3606752256, Optimizer::Adam, OptimizerImplementation::Foreach) * 1e3 / measured_ms["l3b-s4096-fullac-cudnn"] ==
-        doctest::Approx(1.0).epsilon(0.08));
+        rel_approx(1.0).epsilon(0.08));
   CHECK(fused * 1e3 < 0.45 * measured_ms["l1b-s2048-cudnn"]);
   // The same runs with fused AdamW (--optimizer fused): 12.7 and 30.1 ms, the fused kernel's 32 bytes per
   // parameter (micsim's default) within 8 %.
   REQUIRE(measured_ms.count("l1b-s2048-cudnn-fusedadam") == 1);
-  CHECK(fused * 1e3 / measured_ms["l1b-s2048-cudnn-fusedadam"] == doctest::Approx(1.0).epsilon(0.08));
+  CHECK(fused * 1e3 / measured_ms["l1b-s2048-cudnn-fusedadam"] == rel_approx(1.0).epsilon(0.08));
   CHECK(m.optimizer_time(3606752256, Optimizer::Adam) * 1e3 / measured_ms["l3b-s4096-fullac-cudnn-fusedadam"] ==
-        doctest::Approx(1.0).epsilon(0.08));
+        rel_approx(1.0).epsilon(0.08));
 }

@@ -36,15 +36,15 @@ Traffic measure(Scenario sc, double fraction) {
 
 TEST_CASE("a ring collective's HBM traffic: an all-gather writes what arrives and reads what it forwards, a reduce-scatter also reads its input") {
   const double s = 64.0 * (1 << 20);
-  CHECK(collective_hbm_bytes(CollectiveOp::AllGather, s, 8) == doctest::Approx(s * (7.0 + 6.0) / 8));
-  CHECK(collective_hbm_bytes(CollectiveOp::ReduceScatter, s, 8) == doctest::Approx(s * (1 + 2 * 7.0 / 8)));
+  CHECK(collective_hbm_bytes(CollectiveOp::AllGather, s, 8) == rel_approx(s * (7.0 + 6.0) / 8));
+  CHECK(collective_hbm_bytes(CollectiveOp::ReduceScatter, s, 8) == rel_approx(s * (1 + 2 * 7.0 / 8)));
   // An all-reduce is the two of them.
   CHECK(collective_hbm_bytes(CollectiveOp::AllReduce, s, 8) ==
-        doctest::Approx(collective_hbm_bytes(CollectiveOp::ReduceScatter, s, 8) + collective_hbm_bytes(CollectiveOp::AllGather, s, 8)));
+        rel_approx(collective_hbm_bytes(CollectiveOp::ReduceScatter, s, 8) + collective_hbm_bytes(CollectiveOp::AllGather, s, 8)));
   // Alone, a rank moves nothing; with many, an all-gather tends to 2 bytes and a reduce-scatter to 3 per byte.
   CHECK(collective_hbm_bytes(CollectiveOp::AllGather, s, 1) == 0.0);
-  CHECK(collective_hbm_bytes(CollectiveOp::AllGather, s, 4096) == doctest::Approx(2 * s).epsilon(1e-3));
-  CHECK(collective_hbm_bytes(CollectiveOp::ReduceScatter, s, 4096) == doctest::Approx(3 * s).epsilon(1e-3));
+  CHECK(collective_hbm_bytes(CollectiveOp::AllGather, s, 4096) == rel_approx(2 * s).epsilon(1e-3));
+  CHECK(collective_hbm_bytes(CollectiveOp::ReduceScatter, s, 4096) == rel_approx(3 * s).epsilon(1e-3));
 }
 
 TEST_CASE("collectives' HBM traffic costs a compute-bound step its time, and hides where the step waits for the network") {
@@ -64,8 +64,15 @@ TEST_CASE("collectives' HBM traffic costs a compute-bound step its time, and hid
   // Charged at the memory-bound rate of the A100's HBM.
   const GpuSpec& a100 = *HardwareCatalog::builtin().find_gpu("A100-SXM4-80GB");
   CHECK(on.charged_s >= on.bytes / (a100.hbm_bytes_per_s * 0.95));
-  // Compute-bound: the step grows by what is charged (all of it, but for interference shifts).
-  CHECK(on.step_s - off.step_s == doctest::Approx(on.charged_s).epsilon(0.1));
+  // Compute-bound: the step grows by what is charged, nearly all of it (measured 0.0617 s of 0.0667 s, 93 %),
+  // where neither jitter nor interference stretches the traffic tasks. With them (the defaults) the
+  // charged tasks run 1.25x longer on the slowest rank and the step grows by 79 % of that (0.0658 s of
+  // 0.0837 s): the relative comparison was absolute before 2026-12-05 (tests/approx.hpp) and let it pass.
+  Scenario quiet = nvlink;
+  quiet.calibration.jitter_cv = 1e-12, quiet.calibration.interference = 0;
+  const Traffic quiet_off = measure(quiet, 0.0), quiet_on = measure(quiet, 1.0);
+  CHECK(quiet_on.step_s - quiet_off.step_s == rel_approx(quiet_on.charged_s).epsilon(0.1));
+  CHECK(on.step_s - off.step_s > 0.7 * on.charged_s);
   // Two p3dn nodes over 100 Gb/s EFA wait for every gather: the same traffic hides in that wait.
   Scenario efa = scenario("p3dn.24xlarge", 2, "llama2-7b", "zero3", 1, 16, {"training.precision=fp16", "training.flash_attention=false"}, 2048);
   const Traffic slow_off = measure(efa, 0.0), slow_on = measure(efa, 1.0);

@@ -58,8 +58,8 @@ TEST_CASE("without model parallelism the step is what micsim computed before 3-D
   // 500 W H100; jitter 0.0471 -> 0.0463).
   // The 3-D code paths themselves must never move these.
   const std::string sc = std::string(MICSIM_SOURCE_DIR) + "/scenarios/bert-10b-mics-p3dn-16-nodes.yaml";
-  CHECK(run(load_scenario(sc)).iteration_time_s == doctest::Approx(7.115489113609886).epsilon(1e-12));
-  CHECK(run(load_scenario(sc, {"strategy.kind=zero3"})).iteration_time_s == doctest::Approx(8.591811948500279).epsilon(1e-12));
+  CHECK(run(load_scenario(sc)).iteration_time_s == rel_approx(7.115489113609886).epsilon(1e-12));
+  CHECK(run(load_scenario(sc, {"strategy.kind=zero3"})).iteration_time_s == rel_approx(8.591811948500279).epsilon(1e-12));
 }
 
 TEST_CASE("tp = pp = cp = 1 reproduces today's results exactly, for every strategy") {
@@ -90,11 +90,11 @@ TEST_CASE("FLOPs of the model do not depend on the parallel layout: a rank's sha
     CAPTURE(pp);
     CAPTURE(cp);
     const UnitWork& b = w.units[size_t(w.first_block())];
-    CHECK(b.forward.flops() * tp * cp == doctest::Approx(block_fwd).epsilon(1e-12));
-    CHECK(b.backward.flops() * tp * cp == doctest::Approx(block_bwd).epsilon(1e-12));
+    CHECK(b.forward.flops() * tp * cp == rel_approx(block_fwd).epsilon(1e-12));
+    CHECK(b.backward.flops() * tp * cp == rel_approx(block_bwd).epsilon(1e-12));
     CHECK(w.stage_layers * pp == m.layers);
     // Parameters: a rank holds 1/(tp·pp) of the blocks' (each block's weights split by tp).
-    CHECK(double(w.rank_block_params) * tp == doctest::Approx(double(whole.params.per_layer)).epsilon(1e-6));
+    CHECK(double(w.rank_block_params) * tp == rel_approx(double(whole.params.per_layer)).epsilon(1e-6));
   }
   // The step's reported model FLOPs are the same whatever the layout.
   const auto a = simulate_text(gpt175(8, "{tp: 8, pp: 8, virtual_stages: 3}"));
@@ -119,7 +119,7 @@ TEST_CASE("a larger pp with the same micro-batches never shrinks the bubble frac
   // The bubble is (pp - 1) / v micro-batch slots (Narayanan et al. 2021, §2.2).
   const auto one = simulate_text(gpt175(8, "{tp: 8, pp: 8}", 64));
   const auto three = simulate_text(gpt175(8, "{tp: 8, pp: 8, virtual_stages: 3, schedule: interleaved}", 64));
-  CHECK(three.pipeline_bubble_s == doctest::Approx(one.pipeline_bubble_s / 3).epsilon(0.02));
+  CHECK(three.pipeline_bubble_s == rel_approx(one.pipeline_bubble_s / 3).epsilon(0.02));
   CHECK(three.iteration_time_s < one.iteration_time_s);
 }
 
@@ -232,12 +232,12 @@ TEST_CASE("materialised attention: QK^T and P.V are two batched GEMMs over the h
   CHECK(qk.m == 2048);
   CHECK(qk.n == 2048);
   CHECK(qk.k == m.head_dim());
-  CHECK(b.forward.flops() == doctest::Approx(a.forward.flops()).epsilon(1e-12));
-  CHECK(b.backward.flops() == doctest::Approx(a.backward.flops()).epsilon(1e-12));
+  CHECK(b.forward.flops() == rel_approx(a.forward.flops()).epsilon(1e-12));
+  CHECK(b.backward.flops() == rel_approx(a.backward.flops()).epsilon(1e-12));
   // Korthikanti's selective recompute replays exactly the attention core: the same two GEMMs.
   o.checkpointing = Checkpointing::SelectiveOp;
   const Workload selective = build_workload(m, o);
-  CHECK(selective.units[size_t(selective.first_block())].recompute.flops() == doctest::Approx(b.forward.score_gemms[0].flops() * 2).epsilon(1e-12));
+  CHECK(selective.units[size_t(selective.first_block())].recompute.flops() == rel_approx(b.forward.score_gemms[0].flops() * 2).epsilon(1e-12));
 }
 
 TEST_CASE("rank activations follow Korthikanti et al. 2022 Table 2 with tensor and sequence parallelism") {
@@ -248,10 +248,10 @@ TEST_CASE("rank activations follow Korthikanti et al. 2022 Table 2 with tensor a
     mp.tp = t;
     mp.sequence_parallel = false;
     CHECK(rank_block_activation_bytes(m, 1, 2048, Precision::FP16, false, mp) ==
-          doctest::Approx(s * b * h * (10.0 + 24.0 / t + 5.0 * a * s / (h * t))));
+          rel_approx(s * b * h * (10.0 + 24.0 / t + 5.0 * a * s / (h * t))));
     mp.sequence_parallel = true;
     CHECK(rank_block_activation_bytes(m, 1, 2048, Precision::FP16, false, mp) ==
-          doctest::Approx(s * b * h / t * (34.0 + 5.0 * a * s / h)));
+          rel_approx(s * b * h / t * (34.0 + 5.0 * a * s / h)));
   }
 }
 
@@ -261,7 +261,7 @@ TEST_CASE("pipeline memory: 1F1B holds pp micro-batches on the first stage, inte
   CHECK(mp.in_flight_micro_batches(64) == 8);
   CHECK(mp.in_flight_micro_batches(4) == 4);  // never more than there are
   mp.virtual_stages = 3, mp.schedule = PipelineSchedule::Interleaved;
-  CHECK(mp.in_flight_micro_batches(64) == doctest::Approx(8.0 * (1.0 + 7.0 / 24.0)));
+  CHECK(mp.in_flight_micro_batches(64) == rel_approx(8.0 * (1.0 + 7.0 / 24.0)));
   mp.schedule = PipelineSchedule::GPipe, mp.virtual_stages = 1;
   CHECK(mp.in_flight_micro_batches(64) == 64);
 }
@@ -415,7 +415,7 @@ TEST_CASE("the SimGrid engine runs a 3-D step and agrees with the analytic engin
   const auto ja = nlohmann::json::parse(a.output), js = nlohmann::json::parse(s.output);
   CHECK(js["parallelism"]["pp"] == 8);
   // Jitter is sampled in SimGrid and taken in expectation analytically: a few per cent apart at most.
-  CHECK(double(js["iteration_time_s"]) == doctest::Approx(double(ja["iteration_time_s"])).epsilon(0.05));
+  CHECK(double(js["iteration_time_s"]) == rel_approx(double(ja["iteration_time_s"])).epsilon(0.05));
 }
 
 TEST_CASE("a 3-D configuration hands off Megatron-LM arguments and torchtitan TP/PP degrees that multiply to the world") {
@@ -475,7 +475,7 @@ TEST_CASE("context-parallel ranks hold the same parameters: sharded and gradient
   CHECK(z.grad_accumulation_steps() == 1);
   const auto rz = run(z);
   CHECK(rz.partition_size == 16);
-  CHECK(rz.memory.params_bytes == doctest::Approx(2.0 * double(rz.params) / 16).epsilon(1e-9));
+  CHECK(rz.memory.params_bytes == rel_approx(2.0 * double(rz.params) / 16).epsilon(1e-9));
   const auto rd = run(parse_scenario_text(yaml("ddp"), "<cp>"));
   bool all_reduce_over_16 = false;
   for (const auto& c : rd.collectives)
@@ -504,11 +504,11 @@ TEST_CASE("only the last pipeline stage holds the logits and the loss") {
     const MemoryEstimate e = estimate_memory(w, sharded, a, Optimizer::Adam, 80e9);
     CAPTURE(stage);
     if (stage < 3) {
-      CHECK(e.activations_bytes == doctest::Approx(8 * input + block));  // blocks' inputs + one recomputed block
-      CHECK(e.allocator_reserved_bytes == doctest::Approx(e.peak_bytes));
+      CHECK(e.activations_bytes == rel_approx(8 * input + block));  // blocks' inputs + one recomputed block
+      CHECK(e.allocator_reserved_bytes == rel_approx(e.peak_bytes));
     } else {
-      CHECK(e.activations_bytes == doctest::Approx(8 * input + head));
-      CHECK(e.allocator_reserved_bytes - e.peak_bytes == doctest::Approx(2.0 * 4096 * double(m.vocab)));
+      CHECK(e.activations_bytes == rel_approx(8 * input + head));
+      CHECK(e.allocator_reserved_bytes - e.peak_bytes == rel_approx(2.0 * 4096 * double(m.vocab)));
     }
   }
 }
@@ -537,12 +537,12 @@ TEST_CASE("every pipeline stage is built: the slowest sets the step, the others 
   CHECK(p.workload.stage_layers == slowest->layers);
   // Its bubble is what the other six stages spend on one micro-batch.
   const SimulationResult r = simulate_analytic(p);
-  CHECK(r.pipeline_bubble_s == doctest::Approx(all_slots - slowest->slot_s));
-  CHECK(r.iteration_time_s == doctest::Approx(slowest->step_s));
+  CHECK(r.pipeline_bubble_s == rel_approx(all_slots - slowest->slot_s));
+  CHECK(r.iteration_time_s == rel_approx(slowest->step_s));
   // The memory reported is the fullest stage's (here a 14-block one: more model states than the first
   // stage's 13 blocks with 7 micro-batches in flight, against 6).
-  CHECK(p.memory.peak_bytes == doctest::Approx(fullest));
-  CHECK(p.memory.peak_bytes == doctest::Approx(p.stages[1].peak_bytes));
+  CHECK(p.memory.peak_bytes == rel_approx(fullest));
+  CHECK(p.memory.peak_bytes == rel_approx(p.stages[1].peak_bytes));
   // Equal stages give the textbook (pp - 1)/v slots of the simulated stage, up to the ends' extra work.
   const PreparedSimulation even = prepare_simulation(parse_scenario_text(gpt175(8, "{tp: 8, pp: 8}", 64), "<even>"));
   const SimulationResult re = simulate_analytic(even);
@@ -568,22 +568,22 @@ TEST_CASE("the SimGrid engine runs every distinct pipeline stage and keeps the s
     const double t = simulate_simgrid(alone).iteration_time_s;
     if (t > slowest) slowest = t, stage = s->stage;
   }
-  CHECK(r.iteration_time_s == doctest::Approx(slowest).epsilon(1e-12));
+  CHECK(r.iteration_time_s == rel_approx(slowest).epsilon(1e-12));
   CHECK(simulated->stage == stage);
   // Every stage reports the run's memory: the fullest stage's.
-  for (const PreparedSimulation* s : all) CHECK(s->memory.peak_bytes == doctest::Approx(p.memory.peak_bytes));
+  for (const PreparedSimulation* s : all) CHECK(s->memory.peak_bytes == rel_approx(p.memory.peak_bytes));
 }
 
 TEST_CASE("in-flight micro-batches fall from the first stage to the last") {
   ModelParallelism mp;
   mp.pp = 4;
-  for (int s = 0; s < 4; ++s) CHECK(mp.in_flight_micro_batches(64, s) == doctest::Approx(4 - s));  // 1F1B: pp - s
+  for (int s = 0; s < 4; ++s) CHECK(mp.in_flight_micro_batches(64, s) == rel_approx(4 - s));  // 1F1B: pp - s
   CHECK(mp.in_flight_micro_batches(2, 0) == 2);                                                    // never more than exist
   mp.schedule = PipelineSchedule::Interleaved, mp.virtual_stages = 2;
   // Stage 0 is Korthikanti's pp·(1 + (pp-1)/(pp·v)); later stages hold two chunks (one micro-batch) less each.
-  CHECK(mp.in_flight_micro_batches(64, 0) == doctest::Approx(4.0 * (1.0 + 3.0 / 8.0)));
-  CHECK(mp.in_flight_micro_batches(64, 0) == doctest::Approx(mp.in_flight_micro_batches(64)));
-  for (int s = 1; s < 4; ++s) CHECK(mp.in_flight_micro_batches(64, s) == doctest::Approx(mp.in_flight_micro_batches(64, s - 1) - 1.0));
+  CHECK(mp.in_flight_micro_batches(64, 0) == rel_approx(4.0 * (1.0 + 3.0 / 8.0)));
+  CHECK(mp.in_flight_micro_batches(64, 0) == rel_approx(mp.in_flight_micro_batches(64)));
+  for (int s = 1; s < 4; ++s) CHECK(mp.in_flight_micro_batches(64, s) == rel_approx(mp.in_flight_micro_batches(64, s - 1) - 1.0));
 }
 
 TEST_CASE("tensor parallelism with early-stopped recompute: a block replays its attention's collective, not the MLP's") {
@@ -608,7 +608,7 @@ TEST_CASE("tensor parallelism with early-stopped recompute: a block replays its 
     const auto [full, a] = tp_bytes(sp, false);
     const auto early = tp_bytes(sp, true).first;
     const CollectiveOp row = sp ? CollectiveOp::ReduceScatter : CollectiveOp::AllReduce;
-    CHECK(full.at(row) - early.at(row) == doctest::Approx(layers * a));  // one collective of `a` bytes per block
+    CHECK(full.at(row) - early.at(row) == rel_approx(layers * a));  // one collective of `a` bytes per block
     if (sp) CHECK(full.at(CollectiveOp::AllGather) == early.at(CollectiveOp::AllGather));
   }
 }

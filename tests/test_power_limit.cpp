@@ -42,9 +42,9 @@ TEST_CASE("power curve: the measured points are returned exactly and the rate is
   CHECK(power_limited_compute_rate(g) == 1.0);  // no limit: the TDP
   // Mayr et al. 2026 (arXiv 2603.16164) Table 4: 27,705.3 of 30,271.0 tokens/s at 500 W, 24,853.4 at 400 W.
   g.power_limit_w = 500;
-  CHECK(power_limited_compute_rate(g) == doctest::Approx(27705.3 / 30271.0).epsilon(1e-3));
+  CHECK(power_limited_compute_rate(g) == rel_approx(27705.3 / 30271.0).epsilon(1e-3));
   g.power_limit_w = 450;  // half way between 400 W and 500 W
-  CHECK(power_limited_compute_rate(g) == doctest::Approx(0.5 * (24853.4 + 27705.3) / 30271.0).epsilon(1e-3));
+  CHECK(power_limited_compute_rate(g) == rel_approx(0.5 * (24853.4 + 27705.3) / 30271.0).epsilon(1e-3));
   g.power_limit_w = 700;
   CHECK(power_limited_compute_rate(g) == 1.0);
   // Never faster at a lower limit.
@@ -75,7 +75,7 @@ TEST_CASE("power limit: at the TDP the step is today's, below it GEMM-bound work
   GpuSpec limited = h100;
   limited.power_limit_w = 500;
   ComputeCalibration full = ComputeCalibration::defaults_for(h100), cut = ComputeCalibration::defaults_for(limited);
-  CHECK(cut.power_rate == doctest::Approx(rate).epsilon(1e-3));
+  CHECK(cut.power_rate == rel_approx(rate).epsilon(1e-3));
   PassWork gemm_only, hbm_only;
   gemm_only.gemms.push_back({8192, 8192, 8192, 1});
   hbm_only.elementwise_bytes = 1e10;
@@ -91,7 +91,7 @@ TEST_CASE("power limit: Meta's Grand Teton H100 runs at its stated 500 W, and sa
   const GpuSpec& gt = *HardwareCatalog::builtin().find_gpu("H100-HBM2e-96GB");
   CHECK(gt.power_limit_w == 500);
   CHECK(gt.tdp_w == 700);  // the SXM part's TDP and curve (kernels_as)
-  CHECK(power_limited_compute_rate(gt) == doctest::Approx(0.915).epsilon(1e-3));
+  CHECK(power_limited_compute_rate(gt) == rel_approx(0.915).epsilon(1e-3));
   const std::string yaml = temp_file("gt.yaml", R"(cluster:
   instance: {gpu: H100-HBM2e-96GB, gpus_per_node: 8, intra_node: {kind: nvlink, gbytes_per_s: 370.8},
              network: {nics: 8, gbits_per_nic: 400, fabric: infiniband-ndr}}

@@ -36,7 +36,7 @@ TEST_CASE("price book: the newest quote of a tier, undated quotes rank last, eve
   const PriceBook& b = PriceBook::builtin();
   auto od = b.quote("p5.48xlarge", "on_demand");
   REQUIRE(od);
-  CHECK(od->usd_per_hour == doctest::Approx(55.04));  // after the June 2025 cut (was 98.32 at launch)
+  CHECK(od->usd_per_hour == rel_approx(55.04));  // after the June 2025 cut (was 98.32 at launch)
   CHECK(od->date >= "2025-06");
   for (const auto& inst : HardwareCatalog::builtin().instance_names())
     for (const auto& q : b.quotes(inst)) {
@@ -44,7 +44,7 @@ TEST_CASE("price book: the newest quote of a tier, undated quotes rank last, eve
       CHECK(q.usd_per_hour > 0);
     }
   // The catalog's instance price is the newest on-demand quote.
-  CHECK(*HardwareCatalog::builtin().instance("p5.48xlarge").price_usd_per_hour == doctest::Approx(55.04));
+  CHECK(*HardwareCatalog::builtin().instance("p5.48xlarge").price_usd_per_hour == rel_approx(55.04));
   PriceBook t;
   t.merge(YamlNode::load_string(R"(x:
   spot:
@@ -111,11 +111,11 @@ TEST_CASE("--price and --price-tier set the cluster price, and the plan says whi
   auto jo = nlohmann::json::parse(od.output), js = nlohmann::json::parse(spot.output), jm = nlohmann::json::parse(mine.output);
   const auto& ro = jo["ranking"][0];
   const int nodes = ro["nodes"].get<int>();
-  CHECK(ro["usd_per_hour"].get<double>() == doctest::Approx(nodes * PriceBook::builtin().quote("p4d.24xlarge", "on_demand")->usd_per_hour));
+  CHECK(ro["usd_per_hour"].get<double>() == rel_approx(nodes * PriceBook::builtin().quote("p4d.24xlarge", "on_demand")->usd_per_hour));
   CHECK(js["ranking"][0]["usd_per_hour"].get<double>() < ro["usd_per_hour"].get<double>());
   CHECK(js["price_tier"] == "spot");
   CHECK(js["ranking"][0]["price_source"].get<std::string>().find("spot") != std::string::npos);
-  CHECK(jm["ranking"][0]["usd_per_hour"].get<double>() == doctest::Approx(10.0 * jm["ranking"][0]["nodes"].get<int>()));
+  CHECK(jm["ranking"][0]["usd_per_hour"].get<double>() == rel_approx(10.0 * jm["ranking"][0]["nodes"].get<int>()));
   CHECK(jm["price_overrides"]["p4d.24xlarge"]["origin"] == "--price");
 }
 
@@ -137,7 +137,7 @@ strategy: {kind: zero3}
   CHECK(run_cli("simulate " + sc).status == 2);  // unknown without the catalog
   auto ok = run_cli_stdout("simulate " + sc + " --catalog " + cat + " --json -");
   REQUIRE(ok.status == 0);
-  CHECK(nlohmann::json::parse(ok.output)["cost"]["usd_per_hour"].get<double>() == doctest::Approx(40.0));
+  CHECK(nlohmann::json::parse(ok.output)["cost"]["usd_per_hour"].get<double>() == rel_approx(40.0));
   CHECK(run_cli("catalog show lab-h100").status == 2);
   std::string bad = temp_file("cat-bad.yaml", "instances:\n  x:\n    gpu: H99\n");
   auto e = run_cli("catalog list --catalog " + bad);
@@ -171,11 +171,11 @@ TEST_CASE("kernels_as: a GPU variant takes a catalog part's fitted kernel terms 
   CHECK(lab.hbm_efficiency == sxm.hbm_efficiency);
   CHECK(lab.sustained_gemm_scale == sxm.sustained_gemm_scale);
   CHECK(lab.attention_efficiency == 0.5);            // its own value wins
-  CHECK(lab.hbm_bytes_per_s == doctest::Approx(2.0e12));  // and its own memory
+  CHECK(lab.hbm_bytes_per_s == rel_approx(2.0e12));  // and its own memory
   // The built-in Grand Teton part is such a variant: a refit of the SXM part reaches it.
   const GpuSpec& gt = *c.find_gpu("H100-HBM2e-96GB");
   CHECK(gt.gemm_efficiency == sxm.gemm_efficiency);
-  CHECK(gt.hbm_bytes_per_s == doctest::Approx(2.4e12));
+  CHECK(gt.hbm_bytes_per_s == rel_approx(2.4e12));
   CHECK_THROWS_WITH_AS(c.merge(YamlNode::load_string("gpus:\n  x: {arch: hopper, memory_gib: 1, peak_tflops: {bf16: 1}, "
                                                      "hbm_tbytes_per_s: 1, kernels_as: H99}\n", "<bad>")),
                        doctest::Contains("expected a GPU defined before x"), InputError);
@@ -196,12 +196,12 @@ TEST_CASE("a GPU or fabric replaced by a user catalog reaches the built-in insta
   REQUIRE(base.status == 0);
   REQUIRE(slow.status == 0);
   auto b = nlohmann::json::parse(base.output), s = nlohmann::json::parse(slow.output);
-  CHECK(s["peak_tflops_per_gpu"].get<double>() == doctest::Approx(156));
+  CHECK(s["peak_tflops_per_gpu"].get<double>() == rel_approx(156));
   CHECK(s["iteration_time_s"].get<double>() > 1.3 * b["iteration_time_s"].get<double>());
   std::string path = temp_file("plan-cost.yaml", kLlama);
   auto p = run_cli_stdout("plan " + path + " --price p4d.24xlarge=10 --json - -q");
   REQUIRE(p.status == 0);
   const auto plan = nlohmann::json::parse(p.output);  // kept: a range-for over a temporary's member dangles
   for (const auto& row : plan["ranking"])
-    CHECK(row["cost"]["usd_per_hour"].get<double>() == doctest::Approx(row["usd_per_hour"].get<double>()));
+    CHECK(row["cost"]["usd_per_hour"].get<double>() == rel_approx(row["usd_per_hour"].get<double>()));
 }

@@ -33,10 +33,10 @@ TEST_CASE("reduce_dtype fp32: every gradient reduction carries 4 bytes per eleme
     const PreparedSimulation p = prepare_simulation(base);
     const auto b16 = reduction_bytes(base), b32 = reduction_bytes(fp32);
     // Reduce-scatter: the whole gradient once per micro-step (fp16 scenario: 2 bytes per parameter).
-    CHECK(b16.at(TaskKind::GradReduceScatter) == doctest::Approx(2.0 * double(p.workload.params.total)));
-    CHECK(b32.at(TaskKind::GradReduceScatter) == doctest::Approx(2.0 * b16.at(TaskKind::GradReduceScatter)));
+    CHECK(b16.at(TaskKind::GradReduceScatter) == rel_approx(2.0 * double(p.workload.params.total)));
+    CHECK(b32.at(TaskKind::GradReduceScatter) == rel_approx(2.0 * b16.at(TaskKind::GradReduceScatter)));
     if (b16.count(TaskKind::GradAllReduce))  // HSDP's replication all-reduce of the shard
-      CHECK(b32.at(TaskKind::GradAllReduce) == doctest::Approx(2.0 * b16.at(TaskKind::GradAllReduce)));
+      CHECK(b32.at(TaskKind::GradAllReduce) == rel_approx(2.0 * b16.at(TaskKind::GradAllReduce)));
     // The training precision stated explicitly is the default, to the last bit.
     CHECK(run(same).iteration_time_s == run(base).iteration_time_s);
     // Twice the bytes on the same links is never faster.
@@ -49,9 +49,9 @@ TEST_CASE("reduce_dtype fp32 doubles the gradient buffer (the reduce-scatter inp
   auto fp32 = scenario("p4d.24xlarge", 2, "gpt2-10b", "zero3", 2, 2 * 16, {"strategy.framework=fsdp2", "strategy.reduce_dtype=fp32"}, 512);
   const auto m16 = run(base).memory, m32 = run(fp32).memory;
   REQUIRE(m16.grad_buffer_bytes > 0);
-  CHECK(m32.grad_buffer_bytes == doctest::Approx(2.0 * m16.grad_buffer_bytes));
+  CHECK(m32.grad_buffer_bytes == rel_approx(2.0 * m16.grad_buffer_bytes));
   CHECK(m32.model_states_bytes == m16.model_states_bytes);  // shards are unchanged
-  CHECK(m32.peak_bytes == doctest::Approx(m16.peak_bytes + m16.grad_buffer_bytes));
+  CHECK(m32.peak_bytes == rel_approx(m16.peak_bytes + m16.grad_buffer_bytes));
 }
 
 TEST_CASE("reduce_dtype: a bad value is an error naming the key, hand-offs carry the simulated precision") {

@@ -16,13 +16,13 @@ using micsim::test::scenario;
 TEST_CASE("stragglers, closed form: rare stalls cost rate x stall x (N - 1), frequent ones one stall per interval, none for one rank") {
   CHECK(straggler_slowdown(0, 0.2, 512, 512, 1.0, 100) == 0);
   CHECK(straggler_slowdown(1e-3, 0, 512, 512, 1.0, 100) == 0);
-  CHECK(straggler_slowdown(1e-3, 0.2, 1, 1, 1.0, 100) == doctest::Approx(0).epsilon(1e-12));  // its own stalls are in its compute
+  CHECK(straggler_slowdown(1e-3, 0.2, 1, 1, 1.0, 100) == rel_approx(0).epsilon(1e-12));  // its own stalls are in its compute
   // Rare: each stall anywhere delays everyone once, so the step grows by rate·stall·(N - 1) of its compute.
-  CHECK(straggler_slowdown(1e-4, 0.2, 512, 512, 1.0, 100) == doctest::Approx(1e-4 * 0.2 * 511).epsilon(0.01));
+  CHECK(straggler_slowdown(1e-4, 0.2, 512, 512, 1.0, 100) == rel_approx(1e-4 * 0.2 * 511).epsilon(0.01));
   // Frequent, few synchronisations: every interval meets a stall, so the step grows by intervals x stall
   // (2 x 0.2 s of 10 s), less the rank's own.
   const double own = 2 * -std::expm1(-0.01 * 10 / 2);
-  CHECK(straggler_slowdown(0.01, 0.2, 1000, 1000, 10.0, 2) == doctest::Approx(0.2 * (2 - own) / 10).epsilon(1e-6));
+  CHECK(straggler_slowdown(0.01, 0.2, 1000, 1000, 10.0, 2) == rel_approx(0.2 * (2 - own) / 10).epsilon(1e-6));
   CHECK(straggler_slowdown(0.01, 0.2, 1000, 1000, 10.0, 2) <= 2 * 0.2 / 10);
   // More ranks, never less waiting; a longer step between the same synchronisations, a smaller share.
   double prev = 0;
@@ -34,7 +34,7 @@ TEST_CASE("stragglers, closed form: rare stalls cost rate x stall x (N - 1), fre
   CHECK(straggler_slowdown(1e-2, 0.25, 512, 512, 10.0, 4) < straggler_slowdown(1e-2, 0.25, 512, 512, 1.0, 4));
   // Groups of 8 that meet the world once per step still wait for the world's stalls at the step's end.
   const double grouped = straggler_slowdown(1e-3, 0.2, 8, 1024, 2.0, 1000);
-  CHECK(grouped == doctest::Approx(0.2 * (-std::expm1(-1e-3 * 1024 * 2.0) - 1000 * -std::expm1(-1e-3 * 2.0 / 1000)) / 2.0).epsilon(1e-6));
+  CHECK(grouped == rel_approx(0.2 * (-std::expm1(-1e-3 * 1024 * 2.0) - 1000 * -std::expm1(-1e-3 * 2.0 / 1000)) / 2.0).epsilon(1e-6));
   CHECK(grouped > straggler_slowdown(1e-3, 0.2, 8, 8, 2.0, 1000));
 }
 
@@ -49,14 +49,14 @@ TEST_CASE("stragglers: off by default, set by calibration keys, they stretch bot
   CHECK(quiet.step_compute_s > 0);
   const Calibration cal = parse_calibration("instance: p4d.24xlarge\ncompute:\n  straggler_stalls_per_gpu_hour: 36\n  straggler_stall_ms: 200\n",
                                             "<test>");
-  CHECK(cal.straggler_rate_per_s == doctest::Approx(0.01));
-  CHECK(cal.straggler_stall_s == doctest::Approx(0.2));
-  CHECK(parse_calibration(cal.to_yaml(), "<again>").straggler_rate_per_s == doctest::Approx(0.01));
+  CHECK(cal.straggler_rate_per_s == rel_approx(0.01));
+  CHECK(cal.straggler_stall_s == rel_approx(0.2));
+  CHECK(parse_calibration(cal.to_yaml(), "<again>").straggler_rate_per_s == rel_approx(0.01));
   CHECK_THROWS_AS(parse_calibration("compute:\n  straggler_stall_ms: -5\n", "<bad>"), InputError);
   sc.calibration = cal;
   const PreparedSimulation p = prepare_simulation(sc);
   const double f = straggler_factor(p);
-  CHECK(f == doctest::Approx(straggler_slowdown(0.01, 0.2, 64, 64, p.step_compute_s, p.sync_points)));
+  CHECK(f == rel_approx(straggler_slowdown(0.01, 0.2, 64, 64, p.step_compute_s, p.sync_points)));
   CHECK(f > 0.01);
   Scenario calm = sc;
   calm.calibration.straggler_rate_per_s.reset();
@@ -70,7 +70,7 @@ TEST_CASE("stragglers: off by default, set by calibration keys, they stretch bot
   CHECK(said);
   // SimGrid: the same expected stretch on every node, so the same added time (within its own timeline's slack).
   const double s1 = simulate_simgrid(prepare_simulation(sc)).iteration_time_s, s0 = simulate_simgrid(prepare_simulation(calm)).iteration_time_s;
-  CHECK(s1 - s0 == doctest::Approx(a.iteration_time_s - a0.iteration_time_s).epsilon(0.25));
+  CHECK(s1 - s0 == rel_approx(a.iteration_time_s - a0.iteration_time_s).epsilon(0.25));
 }
 
 TEST_CASE("stragglers: validate --fit-stragglers fits them on the corpus only, and says so when given without it") {

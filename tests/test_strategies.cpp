@@ -10,14 +10,14 @@ using micsim::test::scenario;
 TEST_CASE("fits_in_memory: BERT-10B under DDP does not fit a 32 GB V100, ZeRO-3 on 16 of them does") {
   auto ddp = run(scenario("p3dn.24xlarge", 2, "bert-10b", "ddp", 8, 128));
   CHECK_FALSE(ddp.memory.fits);
-  CHECK(ddp.memory.model_states_bytes == doctest::Approx(16.0 * ddp.params));  // 161 GB of states alone
+  CHECK(ddp.memory.model_states_bytes == rel_approx(16.0 * ddp.params));  // 161 GB of states alone
   auto z3 = run(scenario("p3dn.24xlarge", 2, "bert-10b", "zero3", 8, 128));
   CHECK(z3.memory.fits);
-  CHECK(z3.memory.model_states_bytes == doctest::Approx(16.0 * z3.params / 16));
+  CHECK(z3.memory.model_states_bytes == rel_approx(16.0 * z3.params / 16));
   // MiCS with p = 8 holds twice ZeRO-3's states on 16 GPUs and still fits (the MiCS paper's setting).
   auto mics = run(scenario("p3dn.24xlarge", 2, "bert-10b", "mics", 8, 128, {"strategy.partition_size=8"}));
   CHECK(mics.memory.fits);
-  CHECK(mics.memory.model_states_bytes == doctest::Approx(2 * z3.memory.model_states_bytes));
+  CHECK(mics.memory.model_states_bytes == rel_approx(2 * z3.memory.model_states_bytes));
   // Without checkpointing the activations of 127 layers at micro-batch 8 do not fit.
   auto nockpt = run(scenario("p3dn.24xlarge", 2, "bert-10b", "zero3", 8, 128, {"training.activation_checkpointing=false"}));
   CHECK_FALSE(nockpt.memory.fits);
@@ -41,8 +41,8 @@ TEST_CASE("MiCS with p = N equals ZeRO-3") {
     auto z3 = run(scenario("p4d.24xlarge", nodes, "bert-10b", "zero3", 8, 8 * n * 2));
     auto mics = run(scenario("p4d.24xlarge", nodes, "bert-10b", "mics", 8, 8 * n * 2,
                              {"strategy.partition_size=" + std::to_string(n), "strategy.hierarchical_allgather=false"}));
-    CHECK(mics.iteration_time_s == doctest::Approx(z3.iteration_time_s).epsilon(0.001));
-    CHECK(mics.memory.peak_bytes == doctest::Approx(z3.memory.peak_bytes).epsilon(0.001));
+    CHECK(mics.iteration_time_s == rel_approx(z3.iteration_time_s).epsilon(0.001));
+    CHECK(mics.memory.peak_bytes == rel_approx(z3.memory.peak_bytes).epsilon(0.001));
   }
 }
 
@@ -106,7 +106,7 @@ TEST_CASE("the MiCS paper's headline shape: BERT-10B on p3dn, 16 to 128 GPUs") {
 
 TEST_CASE("step time breakdown adds up and JSON carries the contract fields") {
   auto r = run(scenario("p4d.24xlarge", 4, "llama2-7b", "mics", 2, 2 * 32 * 4, {"strategy.partition_size=8"}, 2048));
-  CHECK(r.compute_s + r.exposed_comm_s + r.idle_s == doctest::Approx(r.iteration_time_s));
+  CHECK(r.compute_s + r.exposed_comm_s + r.idle_s == rel_approx(r.iteration_time_s));
   CHECK(r.grad_accumulation_steps == 4);
   auto j = to_json(r);
   for (const char* key : {"iteration_time_s", "samples_per_s", "tokens_per_s", "tflops_per_gpu", "hw_tflops_per_gpu",
@@ -116,6 +116,6 @@ TEST_CASE("step time breakdown adds up and JSON carries the contract fields") {
   for (const char* key : {"peak_bytes_per_gpu", "model_states_bytes", "activations_bytes", "buffers_bytes"})
     CHECK(j["memory"].contains(key));
   for (const char* key : {"compute_s", "exposed_comm_s", "idle_s"}) CHECK(j["breakdown"].contains(key));
-  CHECK(j["tokens_per_s"].get<double>() == doctest::Approx(j["samples_per_s"].get<double>() * 2048));
-  CHECK(j["mfu"].get<double>() == doctest::Approx(j["tflops_per_gpu"].get<double>() / 312.0));
+  CHECK(j["tokens_per_s"].get<double>() == rel_approx(j["samples_per_s"].get<double>() * 2048));
+  CHECK(j["mfu"].get<double>() == rel_approx(j["tflops_per_gpu"].get<double>() / 312.0));
 }

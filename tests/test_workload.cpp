@@ -1,5 +1,7 @@
 // FLOPs and activations against their closed forms.
 #include <doctest/doctest.h>
+
+#include "approx.hpp"
 #include <algorithm>
 
 #include "models/memory/memory_model.hpp"
@@ -18,14 +20,14 @@ TEST_CASE("op-level FLOPs of a micro-step equal 6·N·T plus the attention term"
     const double attention = 12.0 * m.layers * double(m.hidden) * double(o.seq_len) * T;  // fwd+bwd, PaLM
     const double gemm_params = double(w.params.matmul_total());
     // Exact: the schedule's GEMMs are 2 FLOPs per weight per token forward, 4 backward.
-    CHECK(w.forward_flops() + w.backward_flops() == doctest::Approx(6.0 * gemm_params * T + attention).epsilon(1e-12));
+    CHECK(w.forward_flops() + w.backward_flops() == rel_approx(6.0 * gemm_params * T + attention).epsilon(1e-12));
     // The reported convention uses all parameters N: GEMM weights are within 2 % of N for these models.
-    CHECK(gemm_params / double(w.params.total) == doctest::Approx(1.0).epsilon(0.02));
+    CHECK(gemm_params / double(w.params.total) == rel_approx(1.0).epsilon(0.02));
     // With recompute the hardware does one more forward: 8·N·T + 16·L·h·s·T.
     const ParamCounts& p = w.params;
     CHECK(hardware_flops_per_token(m, p, o.seq_len, Checkpointing::Full) ==
-          doctest::Approx(8.0 * p.total + 16.0 * m.layers * m.hidden * double(o.seq_len)));
-    CHECK(model_flops_per_token(m, p, o.seq_len) == doctest::Approx(6.0 * p.total + 12.0 * m.layers * m.hidden * double(o.seq_len)));
+          rel_approx(8.0 * p.total + 16.0 * m.layers * m.hidden * double(o.seq_len)));
+    CHECK(model_flops_per_token(m, p, o.seq_len) == rel_approx(6.0 * p.total + 12.0 * m.layers * m.hidden * double(o.seq_len)));
   }
 }
 
@@ -34,9 +36,9 @@ TEST_CASE("block activations reduce to Korthikanti's 34·sbh + 5·a·s²·b for 
   const int64_t s = 2048, b = 1;
   const double h = double(m.hidden), a = m.heads;
   double expected = s * b * h * (34.0 + 5.0 * a * s / h);
-  CHECK(block_activation_bytes(m, b, s, Precision::FP16, false) == doctest::Approx(expected));
+  CHECK(block_activation_bytes(m, b, s, Precision::FP16, false) == rel_approx(expected));
   // Fused attention drops the s² terms and keeps the fp32 log-sum-exp per row.
-  CHECK(block_activation_bytes(m, b, s, Precision::FP16, true) == doctest::Approx(34.0 * s * b * h + 4.0 * a * s * b));
+  CHECK(block_activation_bytes(m, b, s, Precision::FP16, true) == rel_approx(34.0 * s * b * h + 4.0 * a * s * b));
 }
 
 TEST_CASE("model states follow (2+2+12)·Ψ/shard for mixed-precision Adam") {
@@ -49,7 +51,7 @@ TEST_CASE("model states follow (2+2+12)·Ψ/shard for mixed-precision Adam") {
     ShardingSpec s;
     s.param_shards = s.grad_shards = s.optimizer_shards = shards;
     auto e = estimate_memory(w, s, {Checkpointing::Full, 1, false}, Optimizer::Adam, 32.0 * (1 << 30));
-    CHECK(e.model_states_bytes == doctest::Approx(16.0 * w.params.total / shards));
+    CHECK(e.model_states_bytes == rel_approx(16.0 * w.params.total / shards));
   }
   CHECK(optimizer_bytes_per_param(Optimizer::Adam, Precision::FP32) == 8.0);
   CHECK(optimizer_bytes_per_param(Optimizer::Lamb, Precision::BF16) == 12.0);
@@ -78,7 +80,7 @@ TEST_CASE("the loss holds what its cross-entropy allocates per logit") {
   const double logits = double(o.micro_batch * o.seq_len) * double(m.vocab);
   CHECK(estimate_memory(w, s, torch, Optimizer::Adam, 80e9).activations_bytes -
             estimate_memory(w, s, fused, Optimizer::Adam, 80e9).activations_bytes ==
-        doctest::Approx(6.0 * logits));
+        rel_approx(6.0 * logits));
 }
 
 TEST_CASE("the caching allocator keeps the eager loss's freed 16-bit logits reserved") {
@@ -106,21 +108,21 @@ TEST_CASE("the caching allocator keeps the eager loss's freed 16-bit logits rese
     const MemoryEstimate e = estimate_memory(w, s, a, Optimizer::Adam, 80e9);
     // The loss is this step's peak (full checkpointing, 2 x 8192 tokens x 128k vocabulary), so the
     // reserved peak is the allocated one plus exactly the cached block.
-    CHECK(e.allocator_reserved_bytes - e.peak_bytes == doctest::Approx(logits * loss_cached_bytes_per_logit(ce, Precision::BF16)));
+    CHECK(e.allocator_reserved_bytes - e.peak_bytes == rel_approx(logits * loss_cached_bytes_per_logit(ce, Precision::BF16)));
   }
   // Compiling the loss saves 8 bytes per logit allocated, 10 reserved.
   a.cross_entropy = CrossEntropy::Torch;
   const MemoryEstimate eager = estimate_memory(w, s, a, Optimizer::Adam, 80e9);
   a.cross_entropy = CrossEntropy::Compiled;
   const MemoryEstimate compiled = estimate_memory(w, s, a, Optimizer::Adam, 80e9);
-  CHECK(eager.peak_bytes - compiled.peak_bytes == doctest::Approx(8.0 * logits));
-  CHECK(eager.allocator_reserved_bytes - compiled.allocator_reserved_bytes == doctest::Approx(10.0 * logits));
+  CHECK(eager.peak_bytes - compiled.peak_bytes == rel_approx(8.0 * logits));
+  CHECK(eager.allocator_reserved_bytes - compiled.allocator_reserved_bytes == rel_approx(10.0 * logits));
   // Without checkpointing the loss still tops every block's stored activations: the same extra block.
   a = ActivationOptions{Checkpointing::None, 1, true};
   a.cross_entropy = CrossEntropy::Torch;
   o.micro_batch = 1, o.seq_len = 2048;
   const MemoryEstimate small = estimate_memory(build_workload(m, o), s, a, Optimizer::Adam, 80e9);
-  CHECK(small.allocator_reserved_bytes == doctest::Approx(small.peak_bytes + 2.0 * 2048 * double(m.vocab)));
+  CHECK(small.allocator_reserved_bytes == rel_approx(small.peak_bytes + 2.0 * 2048 * double(m.vocab)));
 }
 
 TEST_CASE("the loss reads and writes what its cross-entropy's kernels touch per logit") {
@@ -143,8 +145,8 @@ TEST_CASE("the loss reads and writes what its cross-entropy's kernels touch per 
   o.cross_entropy = CrossEntropy::Torch;
   const Workload wt = build_workload(m, o);
   const double logits = double(o.micro_batch * o.seq_len) * double(m.vocab);
-  CHECK(wt.units.back().forward.elementwise_bytes - wf.units.back().forward.elementwise_bytes == doctest::Approx(4.0 * logits));
-  CHECK(wt.units.back().backward.elementwise_bytes - wf.units.back().backward.elementwise_bytes == doctest::Approx(2.0 * logits));
+  CHECK(wt.units.back().forward.elementwise_bytes - wf.units.back().forward.elementwise_bytes == rel_approx(4.0 * logits));
+  CHECK(wt.units.back().backward.elementwise_bytes - wf.units.back().backward.elementwise_bytes == rel_approx(2.0 * logits));
   CHECK(wt.units.front().forward.elementwise_bytes == wf.units.front().forward.elementwise_bytes);  // only the head changes
 }
 
@@ -162,12 +164,12 @@ TEST_CASE("the head's loss and a block being recomputed are never alive together
     const double head = head_activation_bytes(m, 1, 4096, Precision::BF16, {}, ce);
     CAPTURE(to_string(ce));
     // Full checkpointing: every block's input, then the larger of the loss's peak and one recomputed block.
-    CHECK(estimate_memory(w, s, a, Optimizer::Adam, 80e9).activations_bytes == doctest::Approx(m.layers * input + std::max(head, block)));
+    CHECK(estimate_memory(w, s, a, Optimizer::Adam, 80e9).activations_bytes == rel_approx(m.layers * input + std::max(head, block)));
     // A trainer that still holds the logits (Composer's state.outputs) has them alive during the recompute.
     a.logits_kept_through_backward = true;
     const double logits = 2.0 * 4096 * double(m.vocab);
     CHECK(estimate_memory(w, s, a, Optimizer::Adam, 80e9).activations_bytes ==
-          doctest::Approx(m.layers * input + std::max(head, block + logits)));
+          rel_approx(m.layers * input + std::max(head, block + logits)));
   }
 }
 
@@ -187,10 +189,10 @@ TEST_CASE("torchtitan's per-op checkpointing recomputes wk, wo, w3 and the eleme
   CHECK(b.recompute.elementwise_bytes == b.forward.elementwise_bytes);          // every elementwise op again
   // The reported hardware FLOPs count exactly what the workload recomputes.
   const double per_token = hardware_flops_per_token(m, w.params, 8192, Checkpointing::TorchtitanOp) - model_flops_per_token(m, w.params, 8192);
-  CHECK(per_token == doctest::Approx(m.layers * 2.0 * double(h * kv + h * h + h * f)));
+  CHECK(per_token == rel_approx(m.layers * 2.0 * double(h * kv + h * h + h * f)));
   double recompute_flops = 0;
   for (const auto& u : w.units) recompute_flops += u.recompute.flops();
-  CHECK(recompute_flops == doctest::Approx(per_token * T));
+  CHECK(recompute_flops == rel_approx(per_token * T));
 
   // Memory: more than full checkpointing keeps, less than keeping everything.
   ShardingSpec s;
@@ -203,7 +205,7 @@ TEST_CASE("torchtitan's per-op checkpointing recomputes wk, wo, w3 and the eleme
   CHECK(activations(Checkpointing::TorchtitanOp) < activations(Checkpointing::None));
   const double kept = torchtitan_op_kept_bytes(m, 2, 8192, Precision::BF16, true, {});
   // input h, wq h, wv kv, w1 f, w2 h, attention output h (+ fp32 log-sum-exp per head and token)
-  CHECK(kept == doctest::Approx(2.0 * T * (4 * h + kv + f) + 4.0 * m.heads * T));
+  CHECK(kept == rel_approx(2.0 * T * (4 * h + kv + f) + 4.0 * m.heads * T));
 }
 
 TEST_CASE("early-stopped recompute: a full block's forward less its MLP down GEMM, an eager FP8 linear still runs it") {
@@ -216,21 +218,21 @@ TEST_CASE("early-stopped recompute: a full block's forward less its MLP down GEM
   CHECK(recompute_flops(o) == forward_flops(o));  // reentrant: the whole forward again
   WorkloadOptions es = o;
   es.recompute_early_stop = true;
-  CHECK(recompute_flops(es) == doctest::Approx(forward_flops(es) - down).epsilon(1e-12));
+  CHECK(recompute_flops(es) == rel_approx(forward_flops(es) - down).epsilon(1e-12));
   // The residual add after the down projection (read 2, write 1 hidden vectors) is not rerun either.
   const Workload we = build_workload(m, es), wf = build_workload(m, o);
-  CHECK(wf.units[1].recompute.elementwise_bytes - we.units[1].recompute.elementwise_bytes == doctest::Approx(2.0 * T * 3.0 * m.hidden));
+  CHECK(wf.units[1].recompute.elementwise_bytes - we.units[1].recompute.elementwise_bytes == rel_approx(2.0 * T * 3.0 * m.hidden));
   CHECK(we.units[1].recompute_whole_block);
   // FP8 eager: torchao's float8 matmul is an autograd Function, which saves after its GEMM has run.
   WorkloadOptions fp8 = es;
   fp8.fp8 = true;
   CHECK(recompute_flops(fp8) == forward_flops(fp8));
   fp8.compile = true;  // the compiled backward graph recomputes only what it reads
-  CHECK(recompute_flops(fp8) == doctest::Approx(forward_flops(fp8) - down).epsilon(1e-12));
+  CHECK(recompute_flops(fp8) == rel_approx(forward_flops(fp8) - down).epsilon(1e-12));
   // Hardware FLOPs per token drop by the down projection of every checkpointed block.
   const ParamCounts& p = we.params;
   CHECK(hardware_flops_per_token(m, p, o.seq_len, Checkpointing::Full, 1, true) ==
-        doctest::Approx(hardware_flops_per_token(m, p, o.seq_len, Checkpointing::Full) - m.layers * 2.0 * m.hidden * m.ffn));
+        rel_approx(hardware_flops_per_token(m, p, o.seq_len, Checkpointing::Full) - m.layers * 2.0 * m.hidden * m.ffn));
   CHECK(hardware_flops_per_token(m, p, o.seq_len, Checkpointing::SelectiveLayer, 2, true) ==
-        doctest::Approx(hardware_flops_per_token(m, p, o.seq_len, Checkpointing::SelectiveLayer, 2) - (m.layers / 2) * 2.0 * m.hidden * m.ffn));
+        rel_approx(hardware_flops_per_token(m, p, o.seq_len, Checkpointing::SelectiveLayer, 2) - (m.layers / 2) * 2.0 * m.hidden * m.ffn));
 }

@@ -128,8 +128,8 @@ def headline():
         return m, z, per_gpu(m) / per_gpu(at("mics", 2, engine=engine)), per_gpu(z) / per_gpu(at("zero3", 2, engine=engine))
 
     # Both engines, each with its verdict: the analytic engine (critical path, contention in closed form,
-    # jitter in expectation) ranks; the SimGrid engine (flows on the cluster's links, a sampled per-node
-    # jitter factor with a fixed seed) is the one the planner refines with (docs/model.md sec 6).
+    # jitter in expectation) ranks; the SimGrid engine (flows on the cluster's links, jitter sampled per node
+    # and micro-step with a fixed seed) is the one the planner refines with (docs/model.md sec 6).
     points = {engine: point(engine) for engine in ("analytic", "simgrid")}
     mics, zero3, em, ez = points["analytic"]
     ratio = mics["samples_per_s"] / zero3["samples_per_s"]

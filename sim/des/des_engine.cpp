@@ -7,10 +7,10 @@
 #include <chrono>
 #include <map>
 #include <memory>
-#include <random>
 
 #include "models/collective/flows.hpp"
 #include "sim/costs/uplink_sharing.hpp"
+#include "sim/des/compute_pace.hpp"
 #include "sim/des/platform.hpp"
 #include "sim/des/quotient_platform.hpp"
 #include "sim/des/symmetry.hpp"
@@ -69,32 +69,11 @@ class Run {
     ctx_.nvlink_bytes_per_s = inst.intra.bytes_per_s_per_gpu;
     ctx_.nic_link_bytes_per_s = inst.network.node_bytes_per_s() / topo.nic_links;
     merge_nic_flows_ = nic_flows_mergeable();
-    compute_factor_.assign(world_nodes_, 1.0);
-    for (const auto& s : p.scenario.what_if.slow_nodes)
-      if (s.node < world_nodes_) compute_factor_[s.node] *= s.compute_factor;
-    // Jitter, sampled: each node runs at the pace of its slowest GPU, whose compute takes
-    // 1 + cv·z longer (z standard normal; a fixed seed, so runs repeat exactly). The analytic engine
-    // uses the expectation of the same maximum over all ranks.
-    const double cv = p.compute_calibration.jitter_cv;
-    if (cv > 0) {
-      std::mt19937_64 rng(p.scenario.what_if.jitter_seed.value_or(0x6d696373696dULL));  // default: "micsim"
-      std::normal_distribution<double> z(0.0, 1.0);
-      for (int n = 0; n < world_nodes_; ++n) {
-        double slowest = -1e300;
-        for (int g = 0; g < p.layout.gpus_per_node; ++g) slowest = std::max(slowest, z(rng));
-        compute_factor_[n] *= std::max(0.5, 1.0 + cv * (p.layout.world > 1 ? slowest : 0.0));
-      }
-    }
-    // Stragglers' stalls: their expected stretch on every node (stalls strike at moments a per-step factor
-    // cannot place; the analytic engine uses the same expectation, models/compute/stragglers.hpp).
-    if (const double f = straggler_factor(p); f > 0)
-      for (double& c : compute_factor_) c *= 1.0 + f;
-    // A quotient run simulates the copy of the block that holds the cluster's slowest node (the one
-    // that sets the pace where groups meet), with that copy's factors (slow node and jitter).
-    const auto slowest = std::max_element(compute_factor_.begin(), compute_factor_.end());
-    block_offset_ = int(slowest - compute_factor_.begin()) / nodes_ * nodes_;
-    compute_factor_.erase(compute_factor_.begin(), compute_factor_.begin() + block_offset_);
-    compute_factor_.resize(nodes_);
+    // Slow nodes, stragglers and jitter drawn per node and micro-step; a quotient run simulates the copy
+    // of the block that holds the cluster's slowest sync group (the one that sets the pace where groups
+    // meet), with that copy's factors (sim/des/compute_pace.hpp).
+    pace_ = sample_compute_pace(p, world_nodes_, nodes_);
+    block_offset_ = pace_.block_offset;
     if (quotient_) prepare_block_collectives();
   }
 
@@ -124,7 +103,7 @@ class Run {
   std::vector<uint32_t> by_stream_[kStreamCount];
   std::map<std::pair<uint32_t, int>, std::shared_ptr<Rendezvous>> rendezvous_;
   FlowContext ctx_;
-  std::vector<double> compute_factor_;  // per simulated node
+  ComputePace pace_;                    // compute factors per simulated node and micro-step
   int block_offset_ = 0;                 // the first cluster node of the simulated copy of the block
   std::vector<BlockCollective> block_;                  // quotient runs: [comm op x block node]
   size_t flows_ = 0, events_ = 0;
@@ -259,7 +238,7 @@ class Run {
       if (task.kind == TaskKind::PipelineBubble) {
         sg4::this_actor::sleep_for(p_.costs.compute_s[task.op]), ++events_;  // idle, not slowed by traffic
       } else if (task.stream == StreamId::Compute) {
-        const double seconds = p_.costs.compute_s[task.op] * compute_factor_[n];
+        const double seconds = p_.costs.compute_s[task.op] * pace_.at(n, task.micro_step);
         if (seconds > 0) compute_host(n)->exec_init(seconds * speed_)->wait(), ++events_;
       } else if (is_compute(task.kind)) {
         // A copy on a communication stream (hierarchical gather, step 2): device memory, no network.

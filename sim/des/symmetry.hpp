@@ -14,13 +14,13 @@
 //     block representative: a link whose orbit has k copies in the cluster carries the flows of N/B
 //     nodes' copies in k places, so its rate is scaled by k·B/N (1 when every copy lies outside the
 //     block, B/N for a leaf uplink that every block shares, as with scattered placement).
-// Nodes whose compute differs (sampled per-node jitter, on by default, or a `slow_node`) make the rule
-// an approximation: the block simulated is the copy holding the cluster's slowest node, with that
-// copy's factors (des_engine.cpp), and all copies run in step. Copies that drift apart contend less on
-// links they share; where they share an oversubscribed leaf uplink that is worth more than 1 %, and
-// every node is simulated instead. Elsewhere the block is within 0.5 % of every node
-// (tests/test_symmetry.cpp; GPT-175B MiCS p = 128: 0.0 to -0.46 % from 512 to 16,384 GPUs; a slow node
-// at 1.5x: 0.0 to -0.23 %). A degraded link always means every node.
+// Nodes whose compute differs (jitter sampled per node and micro-step, on by default, or a `slow_node`)
+// make the rule an approximation: the block simulated is the copy holding the cluster's slowest sync
+// group, with that copy's factors (compute_pace.hpp), and all copies run in step. Copies that drift apart
+// contend less on links they share; where they share an oversubscribed leaf uplink that is worth more
+// than 1 %, and every node is simulated instead. Elsewhere the block is within 0.6 % of every node
+// (tests/test_symmetry.cpp; GPT-175B MiCS p = 128: 0.0 to -0.46 % from 512 to 16,384 GPUs, MiCS p = 32
+// on 16 nodes -0.59 %; a slow node at 1.5x: 0.0 to -0.23 %). A degraded link always means every node.
 #include <vector>
 
 #include "models/hardware/topology.hpp"
