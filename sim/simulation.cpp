@@ -13,10 +13,9 @@
 
 namespace micsim {
 
-// The ranks one rank meets within a micro-step: the members of the collectives the micro-step runs,
-// multiplied across dimensions (data-parallel groups, tensor and context groups, a pipeline neighbour).
-// A micro-step without any (gradient accumulation without a sync) meets those of the step's last one.
-static int jitter_sync_ranks(const TaskGraph& g, const ParallelLayout& l) {
+// The groups one rank meets within a micro-step: those of the collectives the micro-step runs. A
+// micro-step without any (gradient accumulation without a sync) meets those of the step's last one.
+static std::vector<GroupKind> jitter_sync_kinds(const TaskGraph& g) {
   auto groups_in = [&](int micro_step) {
     std::set<GroupKind> in;
     for (const Task& t : g.tasks)
@@ -25,7 +24,13 @@ static int jitter_sync_ranks(const TaskGraph& g, const ParallelLayout& l) {
   };
   std::set<GroupKind> in = groups_in(0);
   if (in.empty()) in = groups_in(g.micro_steps - 1);
-  auto has = [&](GroupKind k) { return in.count(k) > 0; };
+  return {in.begin(), in.end()};
+}
+
+// The ranks one rank meets within a micro-step: the members of those groups, multiplied across
+// dimensions (data-parallel groups, tensor and context groups, a pipeline neighbour).
+static int jitter_sync_ranks(const std::vector<GroupKind>& kinds, const ParallelLayout& l) {
+  auto has = [&](GroupKind k) { return std::find(kinds.begin(), kinds.end(), k) != kinds.end(); };
   int data = 1;  // data x context ranks met (ParallelLayout::dp counts both)
   if (has(GroupKind::World)) data = l.dp;
   else {
@@ -110,7 +115,8 @@ static PreparedSimulation prepare_stage(const Scenario& sc, const PrepareOptions
   in.micro_steps = static_cast<int>(sc.grad_accumulation_steps());
   in.max_built_micro_steps = opt.max_built_micro_steps;
   p.graph = build_schedule(in);
-  p.sync_ranks = jitter_sync_ranks(p.graph, p.layout);
+  p.sync_kinds = jitter_sync_kinds(p.graph);
+  p.sync_ranks = jitter_sync_ranks(p.sync_kinds, p.layout);
 
   ComputeModel compute(sc.cluster.instance.gpu, sc.training.precision, p.compute_calibration);
   CollectiveModel collectives(p.network);

@@ -33,7 +33,8 @@ struct PreparedSimulation {
   NetworkParams network;
   ComputeCalibration compute_calibration;
   TaskGraph graph;
-  int sync_ranks = 1;  // ranks one rank meets within a micro-step: who jitter waits for (from the graph)
+  std::vector<GroupKind> sync_kinds;  // the groups a micro-step meets (its collectives'): who jitter waits for
+  int sync_ranks = 1;  // ranks one rank meets within a micro-step, through those groups
   OpCosts costs;
   // Per step (all micro-steps): the points where compute waits for a collective, and the mean rank's
   // compute time; what a straggler's stall delays (models/compute/stragglers.hpp).

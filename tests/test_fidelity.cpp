@@ -6,6 +6,7 @@
 #include <array>
 #include <cmath>
 #include <deque>
+#include <map>
 #include <random>
 #include <set>
 
@@ -15,6 +16,8 @@
 #include "models/compute/jitter.hpp"
 #include "models/hardware/catalog.hpp"
 #include "models/memory/memory_model.hpp"
+#include "sim/costs/uplink_sharing.hpp"
+#include "sim/des/compute_pace.hpp"
 #include "sim/des/simulate_simgrid.hpp"
 #include "validation/prediction_interval.hpp"
 #include "validation/training_corpus.hpp"
@@ -282,6 +285,40 @@ TEST_CASE("jitter meets the ranks a micro-step synchronises with: the world for 
   CHECK(ranks(mp) == 16);
   // tp 8 alone: the tensor group.
   CHECK(ranks(scenario("p4d.24xlarge", 8, "llama2-13b", "ddp", 1, 32 * 8, {"parallelism.tp=8", "strategy.reduce_bucket_size=1e12"})) == 8);
+}
+
+TEST_CASE("SimGrid's sync groups are the nodes those groups join: partition groups, the world, a pipeline pair of tensor-parallel nodes") {
+  // The SimGrid engine paces the nodes that meet within a micro-step alike (sim/des/compute_pace.hpp):
+  // they are the connected components of the groups the analytic engine counts in sync_ranks, so each
+  // holds sync_ranks GPUs where those are whole nodes.
+  auto groups = [](const Scenario& sc) {
+    const PreparedSimulation p = prepare_simulation(sc);
+    return std::make_pair(des::sync_groups(p, p.layout.nodes), p.sync_ranks);
+  };
+  const auto [mics16, ranks16] = groups(scenario("p4d.24xlarge", 8, "bert-10b", "mics", 8, 4 * 8 * 64, {"strategy.partition_size=16"}));
+  CHECK(mics16 == std::vector<int>{0, 0, 1, 1, 2, 2, 3, 3});  // partition groups of two consecutive nodes
+  CHECK(ranks16 == 16);
+  const auto [zero3, ranks_z] = groups(scenario("p4d.24xlarge", 8, "bert-10b", "zero3", 8, 4 * 8 * 64));
+  CHECK(zero3 == std::vector<int>(8, 0));
+  CHECK(ranks_z == 64);
+  // One micro-step: MiCS's replication all-reduce joins the partition groups.
+  CHECK(groups(scenario("p4d.24xlarge", 8, "bert-10b", "mics", 8, 8 * 64, {"strategy.partition_size=8"})).first == std::vector<int>(8, 0));
+  // Megatron-LM, tp 8 inside a node and pp 2: a node meets the node of the other stage of its pipeline
+  // (not its neighbour in numbering, which holds the same stage of another pipeline).
+  const Scenario mp = scenario("p4d.24xlarge", 8, "llama2-13b", "ddp", 1, 32 * 4,
+                               {"parallelism.tp=8", "parallelism.pp=2", "strategy.reduce_bucket_size=1e12"});
+  const PreparedSimulation p = prepare_simulation(mp);
+  const std::vector<int> pipeline = des::sync_groups(p, 8);
+  CHECK(pipeline == std::vector<int>{0, 1, 2, 3, 0, 1, 2, 3});  // stage 0 on nodes 0-3, stage 1 on 4-7
+  std::map<int, std::vector<int>> members;
+  for (int n = 0; n < 8; ++n) members[pipeline[size_t(n)]].push_back(n);
+  CHECK(members.size() == 4);
+  for (const auto& [id, nodes] : members) {
+    REQUIRE(nodes.size() == 2);
+    CHECK(int(nodes.size()) * 8 == p.sync_ranks);
+    const std::vector<int> pair = group_nodes(GroupKind::PipelinePeer, p.layout, nodes[0]);
+    CHECK(pair == nodes);
+  }
 }
 
 TEST_CASE("training corpus: >= 150 published rows from >= 8 source groups become valid scenarios") {

@@ -1,9 +1,33 @@
 #include "sim/des/compute_pace.hpp"
 
+#include <boost/pending/disjoint_sets.hpp>
+
 #include <algorithm>
 #include <random>
 
+#include "sim/costs/uplink_sharing.hpp"
+
 namespace micsim::des {
+
+std::vector<int> sync_groups(const PreparedSimulation& p, int nodes) {
+  boost::disjoint_sets_with_storage<> joined(static_cast<size_t>(nodes));
+  for (GroupKind kind : p.sync_kinds) {
+    for (int n = 0; n < nodes; ++n) {
+      const std::vector<int> group = group_nodes(kind, p.layout, n);  // the group of the node's first rank
+      for (int m : group)
+        if (m >= 0 && m < nodes) joined.union_set(group.front(), m);
+      if (int(group.size()) >= nodes) break;  // every node joined (the world): no other group of this kind adds any
+    }
+  }
+  std::vector<int> id(static_cast<size_t>(nodes), -1), out(static_cast<size_t>(nodes));
+  int next = 0;
+  for (int n = 0; n < nodes; ++n) {
+    int& r = id[size_t(joined.find_set(n))];
+    if (r < 0) r = next++;
+    out[size_t(n)] = r;
+  }
+  return out;
+}
 
 namespace {
 
@@ -27,7 +51,8 @@ class PaceSampler {
         cv_(p.compute_calibration.jitter_cv),
         jitter_(cv_ > 0 && p.layout.world > 1),
         rng_(p.scenario.what_if.jitter_seed.value_or(0x6d696373696dULL)) {  // default: "micsim"
-    per_group_ = std::clamp((p.sync_ranks + gpus_ - 1) / gpus_, 1, nodes_);
+    group_ = sync_groups(p, nodes_);
+    groups_ = group_.empty() ? 0 : 1 + *std::max_element(group_.begin(), group_.end());
     base_.assign(nodes_, 1.0);
     for (const auto& s : p.scenario.what_if.slow_nodes)
       if (s.node < nodes_) base_[s.node] *= s.compute_factor;
@@ -37,8 +62,8 @@ class PaceSampler {
       for (double& b : base_) b *= 1.0 + f;
   }
 
-  int groups() const { return (nodes_ + per_group_ - 1) / per_group_; }
-  int group_of(int node) const { return node / per_group_; }
+  int groups() const { return groups_; }
+  int group_of(int node) const { return group_[size_t(node)]; }
   int gpus() const { return gpus_; }
 
   MicroStepPace draw() {
@@ -55,7 +80,8 @@ class PaceSampler {
   }
 
  private:
-  int nodes_, gpus_, per_group_ = 1;
+  int nodes_, gpus_, groups_ = 1;
+  std::vector<int> group_;  // per node: its sync group (sync_groups)
   double cv_;
   bool jitter_;
   std::vector<double> base_;

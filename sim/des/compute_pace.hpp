@@ -19,9 +19,10 @@
 //     slowest node runs at the group's slowest pace (the copies outside the block are not simulated);
 //   - the block simulated is the copy holding the group whose step adds up slowest, and in it the node
 //     whose own micro-steps add up slowest.
-// Sync groups are the `sync_ranks` ranks a micro-step meets (PreparedSimulation::sync_ranks), taken as
-// runs of consecutive nodes, as partition groups are placed; at node granularity (a node's GPUs share
-// one pace), so groups smaller than a node take the node's slowest GPU.
+// Sync groups are the nodes joined by the groups a micro-step meets (PreparedSimulation::sync_kinds:
+// partition groups for MiCS between its per-step all-reduces, the world for ZeRO-3, tensor groups and
+// pipeline pairs for Megatron-LM), at node granularity (a node's GPUs share one pace), so groups
+// smaller than a node take the node's slowest GPU.
 #include <vector>
 
 #include "sim/simulation.hpp"
@@ -33,6 +34,11 @@ struct ComputePace {
   std::vector<std::vector<double>> factor;  // [simulated node][built micro-step]: compute time multiplier
   double at(int node, int micro_step) const;
 };
+
+// The nodes that meet within a micro-step: joined by any group of the kinds it meets
+// (PreparedSimulation::sync_kinds, the collectives' groups, as the analytic engine counts their ranks),
+// as connected components; per node its component, numbered 0.. in order of the first node.
+std::vector<int> sync_groups(const PreparedSimulation& p, int nodes);
 
 // `world_nodes` in the cluster, `block_nodes` simulated (== world_nodes without symmetry), a divisor.
 ComputePace sample_compute_pace(const PreparedSimulation& p, int world_nodes, int block_nodes);
