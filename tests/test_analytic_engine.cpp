@@ -80,3 +80,37 @@ TEST_CASE("collectives on the same tier share it fairly, on different tiers they
   CHECK(t.exposed_comm_s == rel_approx(1.0));
   CHECK(t.idle_s == rel_approx(0.0));
 }
+
+TEST_CASE("the bytes of every collective on a tier add up, in whatever order the graph places them") {
+  // A gather that compute already waits for cannot be slowed any more (its end is locked), so a
+  // reduce-scatter next to it gets the NIC only where the gather leaves it: it ends at 1 + 0.5, not at
+  // the 2 x 0.5 of sharing (which would move 1.5 s of transfer through the NIC in 1 s).
+  GraphBuilder locked;
+  const uint32_t ag = locked.add(TaskKind::ParamAllGather, StreamId::Gather, 1.0, {}, false, true);
+  locked.add(TaskKind::Forward, StreamId::Compute, 0.1, {ag});
+  locked.add(TaskKind::GradReduceScatter, StreamId::Reduce, 0.5, {}, false, true);
+  auto tl = run_analytic(locked.g, locked.costs);
+  CHECK(tl.tasks[0].end == rel_approx(1.0));
+  CHECK(tl.tasks[2].end == rel_approx(1.5));
+
+  // Three collectives on one tier, created out of time order: a reduce-scatter and an all-reduce on
+  // the reduce stream (compute waits for the all-reduce), then a gather that starts at 0, before
+  // both end. Sharing with the all-reduce alone (the last one on the other stream, as if the tier
+  // were free before it) let the gather end at 1 and the step at 2: 2.5 s of transfer in 2 s.
+  GraphBuilder three;
+  three.add(TaskKind::GradReduceScatter, StreamId::Reduce, 1.0, {}, false, true);
+  const uint32_t ar = three.add(TaskKind::GradAllReduce, StreamId::Reduce, 1.0, {}, false, true);
+  three.add(TaskKind::Optimizer, StreamId::Compute, 0.0, {ar});
+  three.add(TaskKind::ParamAllGather, StreamId::Gather, 0.5, {}, false, true);
+  auto t3 = run_analytic(three.g, three.costs);
+  CHECK(t3.tasks[1].end == rel_approx(2.0));
+  CHECK(t3.tasks[3].end == rel_approx(2.5));
+  CHECK(t3.iteration_time_s == rel_approx(2.5));
+
+  // Collectives on different tiers still overlap (each tier keeps its own calendar).
+  GraphBuilder tiers;
+  tiers.add(TaskKind::GradReduceScatter, StreamId::Reduce, 1.0, {}, false, true);
+  tiers.add(TaskKind::GradAllReduce, StreamId::Reduce, 1.0, {}, false, true);
+  tiers.add(TaskKind::ParamAllGather, StreamId::Gather, 1.5, {}, true, false);
+  CHECK(run_analytic(tiers.g, tiers.costs).iteration_time_s == rel_approx(2.0));
+}

@@ -45,6 +45,49 @@ class BusyIntervals {
   std::vector<std::pair<double, double>> iv_;
 };
 
+// What a tier (the NVLink or the NIC side of every GPU) has been given to transfer so far, at full
+// rate: the union of the time it is busy. A new transfer can only use what is left, so the bytes of
+// collectives on one tier add up whatever order the graph places them in (tasks are placed in creation
+// order, not in time order: a prefetched gather created after a reduce-scatter may start before it).
+class TierCalendar {
+ public:
+  // End of `work` seconds of transfer started at `from` in the tier's free time; reserves it.
+  double reserve(double from, double work) {
+    double t = from, left = work;
+    auto it = std::upper_bound(busy_.begin(), busy_.end(), std::make_pair(from, from));
+    if (it != busy_.begin() && std::prev(it)->second > from) --it;
+    used_.clear();  // the gaps taken, added once the walk is done (adding would move `it`)
+    for (; it != busy_.end() && left > 0; ++it) {
+      if (it->second <= t) continue;
+      if (t < it->first) {
+        const double gap = std::min(left, it->first - t);
+        used_.emplace_back(t, t + gap);
+        left -= gap;
+        t += gap;
+        if (left <= 0) break;
+      }
+      t = std::max(t, it->second);
+    }
+    if (left > 0) used_.emplace_back(t, t + left), t += left;
+    for (const auto& u : used_) add(u.first, u.second);
+    return t;
+  }
+
+ private:
+  void add(double a, double b) {
+    if (b <= a) return;
+    auto it = std::lower_bound(busy_.begin(), busy_.end(), std::make_pair(a, a));
+    if (it != busy_.begin() && std::prev(it)->second >= a) --it;
+    while (it != busy_.end() && it->first <= b) {
+      a = std::min(a, it->first);
+      b = std::max(b, it->second);
+      it = busy_.erase(it);
+    }
+    busy_.insert(it, {a, b});
+  }
+  std::vector<std::pair<double, double>> busy_, used_;
+};
+
 }  // namespace
 
 StepTimeline run_analytic(const TaskGraph& g, const OpCosts& costs, double compute_factor) {
@@ -60,6 +103,7 @@ StepTimeline run_analytic(const TaskGraph& g, const OpCosts& costs, double compu
   Occupant tier[2][kStreamCount];  // latest collective per tier and per stream
   std::vector<int64_t> stream_last(kStreamCount, -1);
   BusyIntervals comm_busy;
+  TierCalendar calendar[2];  // per tier: intra-node (0), inter-node (1)
   auto lock = [&](uint32_t dep) {
     for (auto& per_tier : tier)
       for (auto& o : per_tier)
@@ -81,31 +125,32 @@ StepTimeline run_analytic(const TaskGraph& g, const OpCosts& costs, double compu
     } else if (is_compute(task.kind)) {
       end = ready + costs.duration(g, task);  // host work, or a copy on a communication stream
     } else {
-      // Collectives share their bottleneck tier fairly with one still running on the other stream:
-      // after its latency (no link in use), a transfer runs at half speed while the other's does,
-      // as NCCL kernels on two streams do.
+      // A collective's transfer takes its bottleneck tier's free time after its latency (no link in
+      // use): the calendar, so the bytes of all collectives on a tier add up in any placement order.
+      // Where it starts while the last collective on the other stream is still transferring, and that
+      // one's end may still move (no placed task depends on it), the two share the tier fairly, as
+      // NCCL kernels on two streams do: each at half speed while both run; the shorter ends first, the
+      // other where the tier's work ends. A locked one keeps its end and this one waits for its rest.
       const CommCost& cc = costs.comm[task.op];
       const double lat = std::min(cc.estimate.latency_s, cc.time_s), xfer = cc.time_s - lat;
       const int x = cc.estimate.bottleneck == Tier::Inter ? 1 : 0;
       const int other = task.stream == StreamId::Gather ? int(StreamId::Reduce) : int(StreamId::Gather);
       Occupant& occ = tier[x][other];
       const double from = ready + lat;  // this transfer starts
-      end = from + xfer;
-      if ((cc.uses_intra || cc.uses_inter) && occ.task >= 0 && t.tasks[occ.task].end > from && xfer > 0) {
+      const bool on_tier = cc.uses_intra || cc.uses_inter;
+      end = on_tier && xfer > 0 ? calendar[x].reserve(from, xfer) : from + xfer;
+      if (on_tier && !occ.locked && occ.task >= 0 && t.tasks[occ.task].end > from && xfer > 0) {
         const CommCost& oc = costs.comm[g[occ.task].op];
         const double other_xfer = oc.time_s - std::min(oc.estimate.latency_s, oc.time_s);
         const double rem = std::min(t.tasks[occ.task].end - from, other_xfer);  // the other's transfer left
-        if (xfer <= rem) {
-          end = from + 2 * xfer;
-          if (!occ.locked) t.tasks[occ.task].end += xfer;
-        } else {
-          end = from + rem + xfer;
-          if (!occ.locked) t.tasks[occ.task].end += rem;
-        }
-        if (!occ.locked) comm_busy.add(t.tasks[occ.task].start, t.tasks[occ.task].end);
+        const double tier_end = end;
+        if (xfer <= rem) end = std::min(tier_end, from + 2 * xfer);  // ends first, at half speed
+        double& occ_end = t.tasks[occ.task].end;  // the other: with the tier's work, or its rest at half speed
+        occ_end = std::max(occ_end, xfer <= rem ? tier_end : from + 2 * rem);
+        comm_busy.add(t.tasks[occ.task].start, occ_end);
       }
       comm_busy.add(ready, end);
-      if (cc.uses_intra || cc.uses_inter) tier[x][int(task.stream)] = Occupant{int64_t(i), false};
+      if (on_tier) tier[x][int(task.stream)] = Occupant{int64_t(i), false};
     }
     t.tasks[i] = {ready, end};
     stream_free[int(task.stream)] = end;
