@@ -6,16 +6,11 @@ its tier calendar and two-stream sharing (docs/model.md 6.2), SimGrid with every
 links shared max-min fairly. Prints SimGrid's step time and (SimGrid / analytic - 1) per scenario, then
 the mean |difference|, the largest and the mean signed difference. Nothing is asserted here.
 """
-import json
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-MICSIM = os.path.join(ROOT, "build", "micsim")
-DEEPSPEED_2021 = ["strategy.framework=deepspeed", "strategy.version=0.5.4"]
+from mics_paper import FRAMEWORK as DEEPSPEED_2021, ROOT, simulate
 
 
 def cases():
@@ -40,16 +35,6 @@ def cases():
     return out
 
 
-def step_time(path, sets, engine):
-    cmd = [MICSIM, "simulate", path, "--json", "-", "-q", "--engine", engine]
-    for s in sets:
-        cmd += ["--set", s]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(f"micsim simulate failed ({path} {' '.join(sets)}):\n{r.stderr}")
-    return json.loads(r.stdout)["iteration_time_s"]
-
-
 def main():
     diffs = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -60,7 +45,7 @@ def main():
             with open(calibration, "w", encoding="utf-8") as f:
                 f.write(f'instance: {instance}\nsource: "what-if: jitter off"\ncompute: {{jitter_cv: 0}}\n')
             sets = sets + ["calibration=" + calibration]
-            a, g = step_time(path, sets, "analytic"), step_time(path, sets, "simgrid")
+            a, g = (simulate(path, sets, e)["iteration_time_s"] for e in ("analytic", "simgrid"))
             diffs.append(100 * (g / a - 1))
             print(f"{name:44s} {g:10.3f} {a:11.3f} {diffs[-1]:+18.2f} %", flush=True)
     print(f"{len(diffs)} scenarios: mean |difference| {statistics.mean(map(abs, diffs)):.2f} %, "

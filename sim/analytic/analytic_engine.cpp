@@ -6,7 +6,8 @@ namespace micsim {
 
 namespace {
 
-// Communication busy time of this GPU as a sorted union of intervals, built as tasks are placed.
+// A sorted union of busy intervals, built as tasks are placed: this GPU's communication time (which
+// slows compute), and each tier's transfer calendar.
 class BusyIntervals {
  public:
   void add(double a, double b) {
@@ -19,6 +20,31 @@ class BusyIntervals {
       it = iv_.erase(it);
     }
     iv_.insert(it, {a, b});
+  }
+  // A tier's calendar (the NVLink or the NIC side of a GPU): the union of the time it has been given
+  // to transfers at full rate. A new transfer of `work` seconds from `from` takes the free time left
+  // (it fills gaps, and waits behind work already placed), so the bytes of collectives on one tier add
+  // up whatever order the graph places them in (creation order is not time order: a prefetched gather
+  // created after a reduce-scatter may start before it). Returns its end.
+  double reserve(double from, double work) {
+    double t = from, left = work;
+    auto it = std::upper_bound(iv_.begin(), iv_.end(), std::make_pair(from, from));
+    if (it != iv_.begin() && std::prev(it)->second > from) --it;
+    taken_.clear();  // the gaps taken, added once the walk is done (adding would move `it`)
+    for (; it != iv_.end() && left > 0; ++it) {
+      if (it->second <= t) continue;
+      if (t < it->first) {
+        const double gap = std::min(left, it->first - t);
+        taken_.emplace_back(t, t + gap);
+        left -= gap;
+        t += gap;
+        if (left <= 0) break;
+      }
+      t = std::max(t, it->second);
+    }
+    if (left > 0) taken_.emplace_back(t, t + left), t += left;
+    for (const auto& g : taken_) add(g.first, g.second);
+    return t;
   }
   // End of a compute task of `work` seconds started at `s`: at full speed outside communication,
   // at (1 - gamma) of it inside.
@@ -42,50 +68,7 @@ class BusyIntervals {
   }
 
  private:
-  std::vector<std::pair<double, double>> iv_;
-};
-
-// What a tier (the NVLink or the NIC side of every GPU) has been given to transfer so far, at full
-// rate: the union of the time it is busy. A new transfer can only use what is left, so the bytes of
-// collectives on one tier add up whatever order the graph places them in (tasks are placed in creation
-// order, not in time order: a prefetched gather created after a reduce-scatter may start before it).
-class TierCalendar {
- public:
-  // End of `work` seconds of transfer started at `from` in the tier's free time; reserves it.
-  double reserve(double from, double work) {
-    double t = from, left = work;
-    auto it = std::upper_bound(busy_.begin(), busy_.end(), std::make_pair(from, from));
-    if (it != busy_.begin() && std::prev(it)->second > from) --it;
-    used_.clear();  // the gaps taken, added once the walk is done (adding would move `it`)
-    for (; it != busy_.end() && left > 0; ++it) {
-      if (it->second <= t) continue;
-      if (t < it->first) {
-        const double gap = std::min(left, it->first - t);
-        used_.emplace_back(t, t + gap);
-        left -= gap;
-        t += gap;
-        if (left <= 0) break;
-      }
-      t = std::max(t, it->second);
-    }
-    if (left > 0) used_.emplace_back(t, t + left), t += left;
-    for (const auto& u : used_) add(u.first, u.second);
-    return t;
-  }
-
- private:
-  void add(double a, double b) {
-    if (b <= a) return;
-    auto it = std::lower_bound(busy_.begin(), busy_.end(), std::make_pair(a, a));
-    if (it != busy_.begin() && std::prev(it)->second >= a) --it;
-    while (it != busy_.end() && it->first <= b) {
-      a = std::min(a, it->first);
-      b = std::max(b, it->second);
-      it = busy_.erase(it);
-    }
-    busy_.insert(it, {a, b});
-  }
-  std::vector<std::pair<double, double>> busy_, used_;
+  std::vector<std::pair<double, double>> iv_, taken_;
 };
 
 }  // namespace
@@ -103,7 +86,7 @@ StepTimeline run_analytic(const TaskGraph& g, const OpCosts& costs, double compu
   Occupant tier[2][kStreamCount];  // latest collective per tier and per stream
   std::vector<int64_t> stream_last(kStreamCount, -1);
   BusyIntervals comm_busy;
-  TierCalendar calendar[2];  // per tier: intra-node (0), inter-node (1)
+  BusyIntervals calendar[2];  // per tier: intra-node (0), inter-node (1)
   auto lock = [&](uint32_t dep) {
     for (auto& per_tier : tier)
       for (auto& o : per_tier)
