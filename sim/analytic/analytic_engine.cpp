@@ -27,6 +27,11 @@ class BusyIntervals {
   // up whatever order the graph places them in (creation order is not time order: a prefetched gather
   // created after a reduce-scatter may start before it). Returns its end.
   double reserve(double from, double work) {
+    if (iv_.empty() || from >= iv_.back().first) {  // at or after the last busy interval: no gap to walk
+      if (!iv_.empty() && from <= iv_.back().second) return iv_.back().second += work;
+      iv_.emplace_back(from, from + work);
+      return from + work;
+    }
     double t = from, left = work;
     auto it = std::upper_bound(iv_.begin(), iv_.end(), std::make_pair(from, from));
     if (it != iv_.begin() && std::prev(it)->second > from) --it;
