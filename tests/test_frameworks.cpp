@@ -148,14 +148,17 @@ TEST_CASE("framework and strategy must go together, versions resolve to their pr
   CHECK(compare_versions("0.5.10", "0.5.4") > 0);
 }
 
-TEST_CASE("DeepSpeed 2021 ZeRO-3 on p3dn matches DeepSpeed issue #1069 (RoBERTa-10B, batch 8, 2-16 hosts) within 20 %") {
+TEST_CASE("DeepSpeed 2021 ZeRO-3 on p3dn matches DeepSpeed issue #1069 (RoBERTa-10B, batch 8, 2-16 hosts) within 10 %") {
   // Published samples/s (deepspeedai/DeepSpeed#1069, 2021-05-13): 11.6, 23, 41, 77 on 2, 4, 8, 16 p3dn hosts.
-  // Nothing was fitted to these rows: the profile's constants come from the code and from #1069's p4d timing.
+  // Nothing was fitted to these rows: the profile's constants come from the code and from #1069's p4d timing,
+  // the network's from nccl-tests. micsim gives 11.6, 21.8, 41.3, 77.8 (0, -5, +1, +1 %). Until 2026-12-06 the
+  // 2019 EFA fabric put a two-node ring at 10 GB/s (a figure that did not say its algorithm) instead of the
+  // ring's measured 7.5 GB/s (NVIDIA/nccl-tests#22), and 2 hosts came out at 13.8 (+19 %; the bound was 20 %).
   const std::map<int, double> published = {{2, 11.6}, {4, 23}, {8, 41}, {16, 77}};
   for (const auto& [hosts, samples] : published) {
     auto r = run(scenario("p3dn.24xlarge", hosts, "roberta-10b", "zero3", 8, 8 * 8 * hosts,
                           {"strategy.framework=deepspeed", "strategy.version=0.5.4"}));
-    CHECK_MESSAGE(std::fabs(r.samples_per_s / samples - 1) <= 0.20, hosts << " hosts: " << r.samples_per_s);
+    CHECK_MESSAGE(std::fabs(r.samples_per_s / samples - 1) <= 0.10, hosts << " hosts: " << r.samples_per_s);
   }
 }
 
@@ -192,16 +195,20 @@ TEST_CASE("MiCS paper headline by mechanism: BERT-10B on 128 p3dn GPUs, MiCS / Z
   // accumulation meets its partition group of 8 between the per-step all-reduces, a ZeRO-3 rank all 128
   // in every layer, so MiCS waits less, 3.38x (+20 %). Since 2026-12-03 the 16 partition groups also wait
   // at the step's end for the one whose 4 micro-steps added up slowest (jitter_compute_factor): 3.33x
-  // (+18 %). The bound guards today's figure; the issue's 15 % is not met.
+  // (+18 %); 3.27x (+16 %) on 2026-12-06 after the analytic engine's byte conservation, then 3.30x (+17 %)
+  // when the 2019 EFA fabric's two-node ring came to run at its measured 7.5 GB/s (which moves e(16) from
+  // 0.5725 to 0.5475 of the NIC). The bound guards today's figure; the issue's 15 % is not met.
   CHECK(std::fabs(ratio / 2.82 - 1) <= 0.19);
-  // Scaling efficiency 16 -> 128 GPUs (weak scaling), MiCS over ZeRO-3: within 15 % of 1.27x.
+  // Scaling efficiency 16 -> 128 GPUs (weak scaling), MiCS over ZeRO-3: within 15 % of 1.27x. 1.43x (+13 %)
+  // until 2026-12-06, 1.27x (-0.3 %) since the two-node ring fix: ZeRO-3's 16-GPU base was 19 % faster than
+  // DeepSpeed#1069 measured on 2 p3dn hosts (the test above), which made its scaling look worse.
   auto per_gpu = [](const SimulationResult& r) { return r.samples_per_s / r.world_size; };
   const double eff = (per_gpu(mics) / per_gpu(at("mics", 2))) / (per_gpu(zero3) / per_gpu(at("zero3", 2)));
   MESSAGE("scaling-efficiency ratio: " << eff);
   CHECK(std::fabs(eff / 1.27 - 1) <= 0.15);
   // The SimGrid engine (flows on the links; jitter drawn per node and micro-step with a seed, so a MiCS
   // group's four micro-steps average its noise as the analytic engine's closed form does): 3.25x (+15.3 %)
-  // and 1.44x (+13 %), 2026-12-05. Until then one draw per node lasted the whole step (3.19x, +13 %), which
+  // and 1.44x (+13 %), 2026-12-05; 3.28x (+16.3 %) and 1.27x (+0.0 %) after the two-node ring fix. Until then one draw per node lasted the whole step (3.19x, +13 %), which
   // the analytic engine did not share; now the engines agree within 1 % on MiCS and ZeRO-3 alike.
   auto des = [&](const char* kind, int nodes) {
     return simulate_simgrid(prepare_simulation(scenario("p3dn.24xlarge", nodes, "bert-10b", kind, 8, 8 * 8 * nodes * 4,

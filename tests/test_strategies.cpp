@@ -94,12 +94,17 @@ TEST_CASE("the MiCS paper's headline shape: BERT-10B on p3dn, 16 to 128 GPUs") {
   }
   const double eff_mics = last_mics / base_mics, eff_z3 = last_z3 / base_z3;
   CHECK(eff_mics >= 0.90);           // near-linear
-  CHECK(eff_z3 <= 0.85);             // ZeRO-3 does not scale on 100 Gb/s EFA
+  // ZeRO-3 does not scale on 100 Gb/s EFA. Framework ideal here (DeepSpeed 2021's ZeRO-3, which the
+  // paper ran, scales worse: tests/test_frameworks.cpp). 0.72 until 2026-12-06, 0.85 since the 2019 EFA
+  // fabric's two-node ring runs at its measured 7.5 GB/s (0.60 of the NIC, NVIDIA/nccl-tests#22) rather than
+  // 10 GB/s: the 2-node base is slower, the 16-node point is nearly where it was.
+  CHECK(eff_z3 <= 0.90);
   const double ratio = last_mics / last_z3;
   CHECK(ratio > 1.3);
   CHECK(ratio <= 2.89);              // the paper's "up to 2.89x"
-  // The paper: scaling efficiency up to 1.27x DeepSpeed's. micsim predicts ~1.36 here (see the
-  // closing notes of the spine issue); the band catches a model that drifts far from it.
+  // The paper: scaling efficiency up to 1.27x DeepSpeed's (DeepSpeed 2021's profile: 1.27x, test_frameworks.cpp).
+  // The ideal framework gives 1.12x here (1.32x before the 2-node ring fix above); the band catches a model
+  // that drifts far from it.
   CHECK(eff_mics / eff_z3 >= 1.1);
   CHECK(eff_mics / eff_z3 <= 1.5);
 }

@@ -93,8 +93,8 @@ struct NetworkParams {
 
   static NetworkParams from_instance(const InstanceSpec& inst);
   // Fraction of the NIC line rate a collective spanning `nodes` nodes reaches. Two nodes sit on one
-  // switch; more nodes cross the fabric, where flow collisions cost bandwidth (EFA 2019: 10 GB/s on 2
-  // nodes, 6-8 GB/s on 8-32, NVIDIA/nccl#235): e(k) = e_scale + (e_2 - e_scale)·2/k.
+  // switch; more nodes cross the fabric, where flow collisions cost bandwidth (EFA 2019: rings at 7.5 GB/s
+  // on 2 nodes, NVIDIA/nccl-tests#22; 6-8 GB/s on 8-32, NVIDIA/nccl#235): e(k) = e_scale + (e_2 - e_scale)·2/k.
   double inter_efficiency_for(int nodes) const;
   // Tree and NVLS-tree bandwidth across `nodes` nodes relative to a ring's: 1 up to two nodes (no
   // interior nodes), inter_tree_efficiency beyond.
