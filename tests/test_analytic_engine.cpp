@@ -107,6 +107,19 @@ TEST_CASE("the bytes of every collective on a tier add up, in whatever order the
   CHECK(t3.tasks[3].end == rel_approx(2.5));
   CHECK(t3.iteration_time_s == rel_approx(2.5));
 
+  // A reduce-scatter whose only placed successor is its own stream's next task (a bucket copy) is not
+  // waited for by anything else: a gather starting next to it shares the NIC (2 x 0.5, as in SimGrid),
+  // the reduce-scatter's displaced 0.5 s stays owed on the NIC, and the step waits for it.
+  GraphBuilder owed;
+  owed.add(TaskKind::GradReduceScatter, StreamId::Reduce, 1.0, {}, false, true);
+  owed.add(TaskKind::GradBucketCopy, StreamId::Reduce, 0.0, {});
+  owed.add(TaskKind::ParamAllGather, StreamId::Gather, 0.5, {}, false, true);
+  auto to = run_analytic(owed.g, owed.costs);
+  CHECK(to.tasks[2].end == rel_approx(1.0));       // shared: 2 x 0.5 (until 2026-12-06 it waited: 1.5)
+  CHECK(to.tasks[0].end == rel_approx(1.0));       // its end was fixed when the copy was placed
+  CHECK(to.iteration_time_s == rel_approx(1.5));   // 1.5 s of transfer on the NIC, not 1
+  CHECK(to.exposed_comm_s == rel_approx(1.5));
+
   // Collectives on different tiers still overlap (each tier keeps its own calendar).
   GraphBuilder tiers;
   tiers.add(TaskKind::GradReduceScatter, StreamId::Reduce, 1.0, {}, false, true);

@@ -86,24 +86,26 @@ StepTimeline run_analytic(const TaskGraph& g, const OpCosts& costs, double compu
   // until some placed task depends on it.
   struct Occupant {
     int64_t task = -1;
-    bool locked = true;
+    bool locked = true;   // its end may not move
+    bool awaited = true;  // a placed task other than its stream's next one waits for it
   };
   Occupant tier[2][kStreamCount];  // latest collective per tier and per stream
   std::vector<int64_t> stream_last(kStreamCount, -1);
   BusyIntervals comm_busy;
   BusyIntervals calendar[2];  // per tier: intra-node (0), inter-node (1)
-  auto lock = [&](uint32_t dep) {
+  std::vector<std::pair<double, double>> owed;  // where displaced transfers run on after a sharer ended
+  auto lock = [&](uint32_t dep, bool awaited) {
     for (auto& per_tier : tier)
       for (auto& o : per_tier)
-        if (o.task == int64_t(dep)) o.locked = true;
+        if (o.task == int64_t(dep)) o.locked = true, o.awaited = o.awaited || awaited;
   };
   for (size_t i = 0; i < g.size(); ++i) {
     const Task& task = g[i];
     double ready = stream_free[int(task.stream)];
-    if (stream_last[int(task.stream)] >= 0) lock(uint32_t(stream_last[int(task.stream)]));
+    if (stream_last[int(task.stream)] >= 0) lock(uint32_t(stream_last[int(task.stream)]), false);
     for (uint32_t d = task.deps_begin; d < task.deps_end; ++d) {
       ready = std::max(ready, t.tasks[g.deps[d]].end);
-      lock(g.deps[d]);
+      lock(g.deps[d], true);
     }
     double end;
     if (task.kind == TaskKind::PipelineBubble) {
@@ -115,10 +117,17 @@ StepTimeline run_analytic(const TaskGraph& g, const OpCosts& costs, double compu
     } else {
       // A collective's transfer takes its bottleneck tier's free time after its latency (no link in
       // use): the calendar, so the bytes of all collectives on a tier add up in any placement order.
-      // Where it starts while the last collective on the other stream is still transferring, and that
-      // one's end may still move (no placed task depends on it), the two share the tier fairly, as
-      // NCCL kernels on two streams do: each at half speed while both run; the shorter ends first, the
-      // other where the tier's work ends. A locked one keeps its end and this one waits for its rest.
+      // Where the tier is busy when it starts, it shares it fairly with what runs there, as NCCL kernels
+      // on two streams do: each at half speed while both run, so it ends at the earlier of `from + 2 x`
+      // and where the tier's work ends. What it displaces depends on the last collective on the other
+      // stream:
+      //  - no placed task depends on it yet (unlocked): its end moves to where the tier's work ends (or
+      //    its rest at half speed), so whatever is placed after it sees the delay;
+      //  - only its own stream's next task is placed (locked, not awaited): its end stays (that task
+      //    started from it), and the displaced bytes stay owed in the calendar: later transfers wait
+      //    for them, the GPU counts as communicating while they run, and the step waits for them;
+      //  - a placed task waits for it (awaited, e.g. the compute that consumes a gather): nothing may
+      //    slow it any more, so this transfer only gets what the calendar leaves.
       const CommCost& cc = costs.comm[task.op];
       const double lat = std::min(cc.estimate.latency_s, cc.time_s), xfer = cc.time_s - lat;
       const int x = cc.estimate.bottleneck == Tier::Inter ? 1 : 0;
@@ -127,18 +136,21 @@ StepTimeline run_analytic(const TaskGraph& g, const OpCosts& costs, double compu
       const double from = ready + lat;  // this transfer starts
       const bool on_tier = cc.uses_intra || cc.uses_inter;
       end = on_tier && xfer > 0 ? calendar[x].reserve(from, xfer) : from + xfer;
+      const double tier_end = end;
+      if (on_tier && xfer > 0 && !occ.awaited) {
+        end = std::min(tier_end, from + 2 * xfer);
+        if (end < tier_end) comm_busy.add(end, tier_end), owed.emplace_back(end, tier_end);  // the displaced one runs on
+      }
       if (on_tier && !occ.locked && occ.task >= 0 && t.tasks[occ.task].end > from && xfer > 0) {
         const CommCost& oc = costs.comm[g[occ.task].op];
         const double other_xfer = oc.time_s - std::min(oc.estimate.latency_s, oc.time_s);
         const double rem = std::min(t.tasks[occ.task].end - from, other_xfer);  // the other's transfer left
-        const double tier_end = end;
-        if (xfer <= rem) end = std::min(tier_end, from + 2 * xfer);  // ends first, at half speed
         double& occ_end = t.tasks[occ.task].end;  // the other: with the tier's work, or its rest at half speed
         occ_end = std::max(occ_end, xfer <= rem ? tier_end : from + 2 * rem);
         comm_busy.add(t.tasks[occ.task].start, occ_end);
       }
       comm_busy.add(ready, end);
-      if (on_tier) tier[x][int(task.stream)] = Occupant{int64_t(i), false};
+      if (on_tier) tier[x][int(task.stream)] = Occupant{int64_t(i), false, false};
     }
     t.tasks[i] = {ready, end};
     stream_free[int(task.stream)] = end;
@@ -146,13 +158,16 @@ StepTimeline run_analytic(const TaskGraph& g, const OpCosts& costs, double compu
   }
   // A revised end may have moved past its stream's later tasks' start only if they were unlocked;
   // stream times are final here.
-  summarize_timeline(g, t);
+  // Work owed on a tier (a locked collective's share given to a newcomer) is communication too, and the
+  // step is not over before the tiers have moved every byte.
+  summarize_timeline(g, t, owed);
   return t;
 }
 
-void summarize_timeline(const TaskGraph& g, StepTimeline& t) {
-  std::vector<std::pair<double, double>> compute, comm;
+void summarize_timeline(const TaskGraph& g, StepTimeline& t, const std::vector<std::pair<double, double>>& tiers_busy) {
+  std::vector<std::pair<double, double>> compute, comm(tiers_busy);
   double end = 0;
+  for (const auto& iv : tiers_busy) end = std::max(end, iv.second);
   for (size_t i = 0; i < g.size(); ++i) {
     const auto& tt = t.tasks[i];
     end = std::max(end, tt.end);

@@ -31,7 +31,8 @@ StepTimeline run_analytic(const TaskGraph& g, const OpCosts& costs, double compu
 
 // Splits a step into compute, exposed communication and idle, from per-task times (shared with the
 // SimGrid engine so both report the same way).
-void summarize_timeline(const TaskGraph& g, StepTimeline& t);
+// `tiers_busy`: times a tier is moving bytes outside any task (the analytic engine's owed work).
+void summarize_timeline(const TaskGraph& g, StepTimeline& t, const std::vector<std::pair<double, double>>& tiers_busy = {});
 
 // When the graph holds fewer micro-steps than the step has, adds the omitted middle ones: each takes
 // the period between the ends of built micro-steps 1 and 2, with that period's compute and exposed
