@@ -208,8 +208,9 @@ TEST_CASE("MiCS paper headline by mechanism: BERT-10B on 128 p3dn GPUs, MiCS / Z
   CHECK(std::fabs(eff / 1.27 - 1) <= 0.15);
   // The SimGrid engine (flows on the links; jitter drawn per node and micro-step with a seed, so a MiCS
   // group's four micro-steps average its noise as the analytic engine's closed form does): 3.25x (+15.3 %)
-  // and 1.44x (+13 %), 2026-12-05; 3.28x (+16.3 %) and 1.27x (+0.0 %) after the two-node ring fix. Until then one draw per node lasted the whole step (3.19x, +13 %), which
-  // the analytic engine did not share; now the engines agree within 1 % on MiCS and ZeRO-3 alike.
+  // and 1.44x (+13 %), 2026-12-05; 3.28x (+16.3 %) and 1.27x (+0.0 %) after the two-node ring fix. Until
+  // 2026-12-05 one draw per node lasted the whole step (3.19x, +13 %), which the analytic engine did not
+  // share; now the engines agree within 1 % on MiCS and ZeRO-3 alike.
   auto des = [&](const char* kind, int nodes) {
     return simulate_simgrid(prepare_simulation(scenario("p3dn.24xlarge", nodes, "bert-10b", kind, 8, 8 * 8 * nodes * 4,
                                                         {"strategy.framework=deepspeed", "strategy.version=0.5.4", "strategy.partition_size=8"})));

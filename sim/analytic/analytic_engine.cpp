@@ -139,7 +139,8 @@ StepTimeline run_analytic(const TaskGraph& g, const OpCosts& costs, double compu
       const double tier_end = end;
       if (on_tier && xfer > 0 && !occ.awaited) {
         end = std::min(tier_end, from + 2 * xfer);
-        if (end < tier_end) comm_busy.add(end, tier_end), owed.emplace_back(end, tier_end);  // the displaced one runs on
+        // The displaced one runs on until the tier's work ends (where its end moves below, this is the same span).
+        if (end < tier_end) comm_busy.add(end, tier_end), owed.emplace_back(end, tier_end);
       }
       if (on_tier && !occ.locked && occ.task >= 0 && t.tasks[occ.task].end > from && xfer > 0) {
         const CommCost& oc = costs.comm[g[occ.task].op];

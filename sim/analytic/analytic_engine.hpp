@@ -2,8 +2,8 @@
 // The analytic engine: executes the task graph once, in creation order, with analytic costs.
 // A task starts when its stream is free and its dependencies are done; a collective's transfer then
 // takes its bottleneck tier's (NVLink's or the NICs') free time, so the bytes of collectives on the
-// same links add up in any placement order (two that run together share the tier fairly while the
-// earlier one's end may still move), and collectives on different tiers overlap. No contention
+// same links add up in any placement order (two that run together share the tier fairly unless a
+// placed task already waits for the earlier one), and collectives on different tiers overlap. No contention
 // between GPUs beyond what the collective model already includes (NIC sharing inside a node); that
 // is the SimGrid engine's job.
 #include <vector>
