@@ -85,6 +85,7 @@ static PreparedSimulation prepare_stage(const Scenario& sc, const PrepareOptions
   wo.flash_attention = sc.training.flash_attention;
   wo.cross_entropy = sc.training.cross_entropy;
   wo.fused_kernels = sc.training.fused_kernels;
+  wo.eager_attention = sc.training.eager_attention;
   wo.compile = sc.training.compile;
   wo.fp8 = sc.training.fp8;
   wo.fp8_recipe = sc.training.fp8_recipe;

@@ -236,3 +236,38 @@ TEST_CASE("early-stopped recompute: a full block's forward less its MLP down GEM
   CHECK(hardware_flops_per_token(m, p, o.seq_len, Checkpointing::SelectiveLayer, 2, true) ==
         rel_approx(hardware_flops_per_token(m, p, o.seq_len, Checkpointing::SelectiveLayer, 2) - (m.layers / 2) * 2.0 * m.hidden * m.ffn));
 }
+
+TEST_CASE("eager attention adds its copies and score passes to a block, counted op by op in backward") {
+  // bing_bert / Hugging Face attention: q, k, v and the context copied (4 x T·h, read + write), the scores
+  // divided and masked in passes of their own (2 x b·a·s², read + write); backward copies the 4 gradients
+  // back and scales the scores' gradient once (the mask add has no backward kernel).
+  const ModelSpec& m = *find_model_preset("bert-10b");
+  WorkloadOptions o;
+  o.micro_batch = 2;
+  o.seq_len = 512;
+  const Workload fused = build_workload(m, o);
+  o.eager_attention = true;
+  const Workload eager = build_workload(m, o);
+  const UnitWork& f = fused.units[fused.first_block()];
+  const UnitWork& g = eager.units[eager.first_block()];
+  const double e = 2, T = 2.0 * 512, h = double(m.hidden), scores = 2.0 * m.heads * 512.0 * 512.0;
+  CHECK(g.forward.elementwise_bytes - f.forward.elementwise_bytes == rel_approx(8 * e * T * h + 4 * e * scores));
+  CHECK(g.backward.elementwise_bytes - f.backward.elementwise_bytes == rel_approx(8 * e * T * h + 2 * e * scores));
+  CHECK(g.forward.kernels - f.forward.kernels == 6);
+  CHECK(g.backward.kernels - f.backward.kernels == 5);
+  CHECK(g.forward.flops() == f.forward.flops());  // memory traffic only
+  // minGPT-style code (fused_kernels: false) is eager attention plus the tanh-GELU's 7 extra passes.
+  o.eager_attention = false;
+  o.fused_kernels = false;
+  const Workload mingpt = build_workload(m, o);
+  const UnitWork& k = mingpt.units[mingpt.first_block()];
+  CHECK(k.forward.elementwise_bytes - g.forward.elementwise_bytes == rel_approx(e * T * 14.0 * m.ffn));
+  // FlashAttention never materialises the scores: nothing to add.
+  o.fused_kernels = true;
+  o.eager_attention = true;
+  o.flash_attention = true;
+  const Workload flash = build_workload(m, o);
+  o.eager_attention = false;
+  const Workload flash_fused = build_workload(m, o);
+  CHECK(flash.units[flash.first_block()].forward.elementwise_bytes == flash_fused.units[flash_fused.first_block()].forward.elementwise_bytes);
+}

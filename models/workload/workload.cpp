@@ -106,6 +106,30 @@ static double score_elementwise_bytes(const ModelSpec& m, const WorkloadOptions&
   return score_elements(m, o) * (2 * e + (m.dropout ? 2 * e + 1 : 0));
 }
 
+static bool uses_eager_attention(const WorkloadOptions& o) { return !o.flash_attention && (o.eager_attention || !o.fused_kernels); }
+
+// Materialised attention written as eager PyTorch ops, as Hugging Face BERT/RoBERTa/GPT-2 (before SDPA),
+// NVIDIA's PyTorch BERT and bing_bert (the MiCS paper's BERT, zarzen/DeepSpeedExamples
+// bing_bert/nvidia/modelingpreln.py, BertSelfAttention.forward) compute it:
+//   torch.matmul(q, k) and torch.matmul(probs, v) take q, k, v as permuted views, which matmul copies
+//   into contiguous batches (3 copies of T x h), and the context is permuted back by .contiguous() (1);
+//   the scores are divided by sqrt(d) and the mask added in two passes of their own before softmax.
+// Forward: 4 copies (read + write, 2e per element of T x h) and 2 passes over the scores (2e each), 6 kernels.
+// Backward, op by op: the 4 copies' gradients are copied back (2e each); the division's backward scales the
+// scores' gradient once (2e); the mask add passes its gradient through (no kernel): 5 kernels. Against
+// Megatron-LM's fused scale-mask-softmax (score_elementwise_bytes) these are the extra passes.
+constexpr int kEagerAttentionKernels = 6, kEagerAttentionBackwardKernels = 5;
+
+static void add_eager_attention(const ModelSpec& m, const WorkloadOptions& o, PassWork& w) {
+  const double e = bytes_per_element(o.precision);
+  const double T = double(o.micro_batch) * double(o.seq_len / o.mp.cp), h = double(m.hidden) / o.mp.tp;
+  const double copies = 4.0 * 2.0 * e * T * h, scores = score_elements(m, o);
+  w.eager_attention_bytes = copies + 2.0 * 2.0 * e * scores;
+  w.eager_attention_backward_bytes = copies + 2.0 * e * scores;
+  w.elementwise_bytes += w.eager_attention_bytes;
+  w.kernels += kEagerAttentionKernels;
+}
+
 // HBM bytes the forward's FP8 casts of one GEMM move (its input m x k and weight k x n).
 // Dynamic scaling: an amax pass and a scaled copy, read 2 + read 2 + write 1 bytes per element, as torchao
 // float8 (tensorwise) and Transformer Engine's current scaling do. Delayed scaling (Transformer Engine's
@@ -169,12 +193,11 @@ static PassWork block_forward(const ModelSpec& m, const WorkloadOptions& o) {
   }
   if (!o.fused_kernels) {
     // Eager PyTorch (minGPT-style): the tanh-GELU is ~8 elementwise kernels over the FFN activations
-    // (7 more passes than a fused one), q/k/v and the attention output are transposed copies, and
-    // unfused attention scales and masks the s x s scores in separate passes.
-    w.elementwise_bytes += e * double(T) * (7.0 * 2.0 * f + 4.0 * 2.0 * h) / tp;
-    if (!o.flash_attention) w.elementwise_bytes += e * 2.0 * 2.0 * score_elements(m, o);
-    w.kernels += 14;
+    // (7 more passes than a fused one); its attention is eager_attention's (below).
+    w.elementwise_bytes += e * double(T) * 7.0 * 2.0 * f / tp;
+    w.kernels += 8;
   }
+  if (uses_eager_attention(o)) add_eager_attention(m, o, w);
   return w;
 }
 
@@ -249,9 +272,10 @@ static PassWork backward_of(const PassWork& fwd, bool flash) {
   // Attention backward does twice the forward matmul work (dQ, dK, dV, dP); FlashAttention also
   // recomputes the scores (counted in compute cost as extra time, not as model FLOPs).
   b.attention_flops = 2.0 * fwd.attention_flops;
-  b.elementwise_bytes = 2.0 * fwd.elementwise_bytes;
+  b.elementwise_bytes = 2.0 * (fwd.elementwise_bytes - fwd.eager_attention_bytes) + fwd.eager_attention_backward_bytes;
   b.eager_bytes = 2.0 * fwd.eager_bytes;
   b.kernels = 2 * fwd.kernels;
+  if (fwd.eager_attention_bytes > 0) b.kernels += kEagerAttentionBackwardKernels - 2 * kEagerAttentionKernels;
   return b;
 }
 
@@ -346,6 +370,7 @@ Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt) {
   core.attention_seq = bf.attention_seq;
   if (!opt.flash_attention) core.elementwise_bytes = score_elementwise_bytes(model, opt);
   core.kernels = opt.flash_attention ? 1 : 4;
+  if (uses_eager_attention(opt)) add_eager_attention(model, opt, core);  // the core's copies and passes again
   const std::vector<int> layers = mp.stage_layer_indices(model.layers, stage);
   w.stage = stage;
   w.stage_layers = int(layers.size());

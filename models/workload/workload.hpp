@@ -27,6 +27,10 @@ struct PassWork {
   int64_t attention_seq = 0;      // sequence length the fused kernel runs at (its rate depends on it; 0 = long)
   double elementwise_bytes = 0;   // norms, activations, softmax, dropout, residuals (HBM traffic)
   double eager_bytes = 0;         // extra traffic of eager (uncompiled) ops, scaled by the calibration
+  // Eager attention's extra passes (in elementwise_bytes above) and what their backward moves, counted op
+  // by op rather than doubled as the other memory-bound bytes are (backward_of).
+  double eager_attention_bytes = 0;
+  double eager_attention_backward_bytes = 0;
   int kernels = 0;                // kernel launches (fixed overhead each)
   double flops() const;
   bool empty() const {
@@ -96,6 +100,8 @@ struct WorkloadOptions {
   Precision precision = Precision::FP16;
   bool flash_attention = false;  // fused attention: no s x s matrices in HBM
   bool fused_kernels = true;     // fused activation / bias / scale kernels; false = eager PyTorch (e.g. minGPT)
+  bool eager_attention = false;  // materialised attention as eager PyTorch ops (HF/NVIDIA BERT, bing_bert): transposed
+                                 // copies of q, k, v and the context, scale and mask as passes of their own
   bool compile = false;          // torch.compile: elementwise ops fused, fewer launches
   bool fp8 = false;              // block GEMMs in FP8 (casts are extra memory-bound work)
   bool fp8_all_gather = false;   // (only with fp8) weights gathered in FP8, cast once per gather on the local shard

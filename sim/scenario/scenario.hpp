@@ -61,7 +61,8 @@ struct TrainingSpec {
   OptimizerImplementation optimizer_implementation = OptimizerImplementation::Fused;  // training.optimizer_implementation
   bool flash_attention = false;   // default: true on Ampere and newer, false on Volta
   AttentionKernel attention_kernel = AttentionKernel::FA2;  // which fused kernel (training.attention_kernel)
-  bool fused_kernels = true;      // false: minGPT-style eager code (decomposed GELU, transposed copies)
+  bool fused_kernels = true;      // false: minGPT-style eager code (decomposed GELU, eager attention)
+  bool eager_attention = false;   // materialised attention as eager PyTorch ops (HF / NVIDIA BERT, bing_bert)
   CrossEntropy cross_entropy = CrossEntropy::Fused;  // how the loss is computed (its memory: see CrossEntropy)
   bool logits_kept_through_backward = false;         // the trainer holds the logits until the step ends (Composer)
 };

@@ -128,7 +128,7 @@ ModelSpec parse_model(const YamlNode& n, std::vector<std::string>& inputs) {
 
 TrainingSpec parse_training(const YamlNode& n, const GpuSpec& gpu) {
   n.check_keys({"seq_len", "micro_batch", "global_batch", "grad_accumulation_steps", "precision", "activation_checkpointing",
-                "checkpoint_every", "optimizer", "optimizer_implementation", "flash_attention", "fused_kernels", "compile", "cross_entropy",
+                "checkpoint_every", "optimizer", "optimizer_implementation", "flash_attention", "fused_kernels", "eager_attention", "compile", "cross_entropy",
                 "logits_kept_through_backward", "attention_kernel", "recompute_early_stop", "fp8_recipe"});
   TrainingSpec t;
   t.seq_len = n.at("seq_len").as_int_in(1, 1 << 22);
@@ -196,6 +196,11 @@ TrainingSpec parse_training(const YamlNode& n, const GpuSpec& gpu) {
     t.flash_attention = f->as_bool();
     if (t.flash_attention && gpu.arch < GpuArch::Ampere)
       f->fail(fmt::format("FlashAttention needs an Ampere or newer GPU; {} is {}", gpu.name, to_string(gpu.arch)));
+  }
+  if (auto f = n.get("eager_attention")) {
+    t.eager_attention = f->as_bool();
+    if (t.eager_attention && t.flash_attention)
+      f->fail("eager attention materialises the s x s scores: set training.flash_attention: false with it");
   }
   if (auto k = n.get("attention_kernel")) {
     const std::string name = k->as_choice({"fa2", "fa3", "cudnn", "triton"});
