@@ -169,7 +169,7 @@ TEST_CASE("DeepSpeed 0.5 -> 0.6 ZeRO-3 on 8 p4d: the profiles' speed-up is PR #1
   // (1.678x). Nothing is fitted to it: the speed-up comes from the mechanisms the profiles read from the
   // code (per-parameter gathers after a device synchronize, list-form reductions and bucket waits in 0.5;
   // coalesced per-module fetches on their own stream with a 2-deep queue in 0.6). The absolute figures are
-  // not compared: micsim gives 82 -> 131 TFLOPS/GPU (+50 %, docs/frameworks.md sec 1.6). Hugging Face
+  // not compared: micsim gives 77 -> 125 TFLOPS/GPU (+40 %, docs/frameworks.md sec 1.6). Hugging Face
   // RoBERTa of 2021: no FlashAttention, eager attention (1.62x and 1.56x; 1.65x and 1.59x with a fused softmax).
   auto at = [](const char* version) {
     return run(scenario("p4d.24xlarge", 8, "roberta-10b", "zero3", 16, 16 * 64,
