@@ -116,8 +116,9 @@ def fmt_row(row):
     return f"{r['samples_per_s']:>10.1f}{r['tflops_per_gpu']:>9.1f}{100 * row['scaling_efficiency']:>7.1f}%"
 
 
-def headline():
-    """BERT-10B, 16 p3dn, micro-batch 8 x 4, p = 8: the ratio, the scaling-efficiency ratio, and the ablation."""
+def headline(seeds=0):
+    """BERT-10B, 16 p3dn, micro-batch 8 x 4, p = 8: the ratio, the scaling-efficiency ratio, and the ablation;
+    with seeds > 0 also the SimGrid engine's spread over jitter seeds 1..seeds."""
     path = os.path.join(ROOT, "scenarios", "mics-paper", "bert-10b-p3dn.yaml")
     base = ["training.grad_accumulation_steps=4", "strategy.partition_size=8"] + FRAMEWORK
     at = lambda kind, nodes, extra=(), engine="analytic": simulate(path, base + [f"cluster.nodes={nodes}", f"strategy.kind={kind}", *extra],
@@ -143,6 +144,16 @@ def headline():
         print(f"   {'':<17}MiCS / ZeRO-3 throughput {r:.2f}x vs {HEADLINE['throughput_ratio']}x: {verdict(r, HEADLINE['throughput_ratio'])}")
         print(f"   {'':<17}scaling efficiency 16 -> 128 GPUs: MiCS {100 * pm:.1f} %, ZeRO-3 {100 * pz:.1f} %, ratio {pm / pz:.2f}x vs "
               f"{HEADLINE['efficiency_ratio']}x: {verdict(pm / pz, HEADLINE['efficiency_ratio'])}")
+    if seeds:
+        # One seed is one draw of which nodes run slow in which micro-step (what_if.jitter_seed).
+        spread = []
+        for seed in range(1, seeds + 1):
+            at_seed = lambda kind, nodes: at(kind, nodes, [f"what_if.jitter_seed={seed}"], "simgrid")
+            m, z, m2, z2 = at_seed("mics", 16), at_seed("zero3", 16), at_seed("mics", 2), at_seed("zero3", 2)
+            spread.append((m["samples_per_s"] / z["samples_per_s"], (per_gpu(m) / per_gpu(m2)) / (per_gpu(z) / per_gpu(z2))))
+        r, e = [x for x, _ in spread], [y for _, y in spread]
+        print(f"   {'':<17}over jitter seeds 1-{seeds}: MiCS / ZeRO-3 {min(r):.2f}-{max(r):.2f}x, "
+              f"scaling-efficiency ratio {min(e):.2f}-{max(e):.2f}x")
     print("   (below: the analytic engine)")
     # The paper does not name its baseline's DeepSpeed version. 0.5.4 is the profile of the authors'
     # experiment branch (zarzen/DeepSpeedExamples branch-v0.3.16-47ec97e: DeepSpeed 0.3.16, the same
@@ -184,10 +195,14 @@ def headline():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--engine", default="analytic", choices=["analytic", "simgrid"])
+    ap.add_argument("--seeds", type=int, default=0, metavar="N",
+                    help="also run the headline with the SimGrid engine over jitter seeds 1..N and print the spread")
     a = ap.parse_args()
+    if a.seeds < 0:
+        ap.error("--seeds: expected a count >= 0")
     os.makedirs(OUT, exist_ok=True)
     t0 = time.time()
-    headline()
+    headline(a.seeds)
     best_ratio = (0, "", 0)  # MiCS/ZeRO-3, workload, GPUs
     beyond = [0, ""]
     summary = []
