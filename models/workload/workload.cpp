@@ -117,17 +117,19 @@ static bool uses_eager_attention(const WorkloadOptions& o) { return !o.flash_att
 // Forward: 4 copies (read + write, 2e per element of T x h) and 2 passes over the scores (2e each), 6 kernels.
 // Backward, op by op: the 4 copies' gradients are copied back (2e each); the division's backward scales the
 // scores' gradient once (2e); the mask add passes its gradient through (no kernel): 5 kernels. Against
-// Megatron-LM's fused scale-mask-softmax (score_elementwise_bytes) these are the extra passes.
-constexpr int kEagerAttentionKernels = 6, kEagerAttentionBackwardKernels = 5;
-
-static void add_eager_attention(const ModelSpec& m, const WorkloadOptions& o, PassWork& w) {
+// Megatron-LM's fused scale-mask-softmax (score_elementwise_bytes) these are the extra passes. Added to a
+// forward and, where given, to its backward (built before, from the forward without them: backward_of
+// doubles memory-bound bytes, which these do not follow).
+static void add_eager_attention(const ModelSpec& m, const WorkloadOptions& o, PassWork& fwd, PassWork* bwd = nullptr) {
   const double e = bytes_per_element(o.precision);
   const double T = double(o.micro_batch) * double(o.seq_len / o.mp.cp), h = double(m.hidden) / o.mp.tp;
   const double copies = 4.0 * 2.0 * e * T * h, scores = score_elements(m, o);
-  w.eager_attention_bytes = copies + 2.0 * 2.0 * e * scores;
-  w.eager_attention_backward_bytes = copies + 2.0 * e * scores;
-  w.elementwise_bytes += w.eager_attention_bytes;
-  w.kernels += kEagerAttentionKernels;
+  fwd.elementwise_bytes += copies + 2.0 * 2.0 * e * scores;
+  fwd.kernels += 6;
+  if (bwd) {
+    bwd->elementwise_bytes += copies + 2.0 * e * scores;
+    bwd->kernels += 5;
+  }
 }
 
 // HBM bytes the forward's FP8 casts of one GEMM move (its input m x k and weight k x n).
@@ -197,8 +199,7 @@ static PassWork block_forward(const ModelSpec& m, const WorkloadOptions& o) {
     w.elementwise_bytes += e * double(T) * 7.0 * 2.0 * f / tp;
     w.kernels += 8;
   }
-  if (uses_eager_attention(o)) add_eager_attention(m, o, w);
-  return w;
+  return w;  // eager attention's passes are added by build_workload, beside the backward's
 }
 
 // The block's dense matmuls in the order the model code calls them (Llama: wq, wk, wv, wo, w1, w3, w2;
@@ -272,10 +273,9 @@ static PassWork backward_of(const PassWork& fwd, bool flash) {
   // Attention backward does twice the forward matmul work (dQ, dK, dV, dP); FlashAttention also
   // recomputes the scores (counted in compute cost as extra time, not as model FLOPs).
   b.attention_flops = 2.0 * fwd.attention_flops;
-  b.elementwise_bytes = 2.0 * (fwd.elementwise_bytes - fwd.eager_attention_bytes) + fwd.eager_attention_backward_bytes;
+  b.elementwise_bytes = 2.0 * fwd.elementwise_bytes;
   b.eager_bytes = 2.0 * fwd.eager_bytes;
   b.kernels = 2 * fwd.kernels;
-  if (fwd.eager_attention_bytes > 0) b.kernels += kEagerAttentionBackwardKernels - 2 * kEagerAttentionKernels;
   return b;
 }
 
@@ -353,6 +353,7 @@ Workload build_workload(const ModelSpec& model, const WorkloadOptions& opt) {
 
   PassWork bf = block_forward(model, opt);
   PassWork bb = backward_of(bf, opt.flash_attention);
+  if (uses_eager_attention(opt)) add_eager_attention(model, opt, bf, &bb);  // before the recomputes copy bf
   if (opt.fp8) {
     // backward_of doubled the forward's casts with the rest of its memory-bound bytes: the recipe's own.
     for (const auto& g : bf.gemms) bb.elementwise_bytes += fp8_backward_cast_bytes(g, opt) - 2.0 * fp8_forward_cast_bytes(g, opt);

@@ -27,10 +27,6 @@ struct PassWork {
   int64_t attention_seq = 0;      // sequence length the fused kernel runs at (its rate depends on it; 0 = long)
   double elementwise_bytes = 0;   // norms, activations, softmax, dropout, residuals (HBM traffic)
   double eager_bytes = 0;         // extra traffic of eager (uncompiled) ops, scaled by the calibration
-  // Eager attention's extra passes (in elementwise_bytes above) and what their backward moves, counted op
-  // by op rather than doubled as the other memory-bound bytes are (backward_of).
-  double eager_attention_bytes = 0;
-  double eager_attention_backward_bytes = 0;
   int kernels = 0;                // kernel launches (fixed overhead each)
   double flops() const;
   bool empty() const {
