@@ -38,6 +38,7 @@ json instance_json(const InstanceSpec& i) {
           {"network", {{"nics", i.network.nics}, {"gbits_per_nic", i.network.bits_per_s_per_nic / 1e9}, {"fabric", i.network.fabric.name}}},
           {"nccl_tuner", i.nccl_tuner.empty() ? json(nullptr) : json(i.nccl_tuner)},
           {"nccl_proto", i.nccl_proto.empty() ? json(nullptr) : json(i.nccl_proto)},
+          {"cpu", i.cpu},
           {"on_demand_usd_per_hour", i.price_usd_per_hour ? json(*i.price_usd_per_hour) : json(nullptr)},
           {"price_note", i.price_note},
           {"prices", prices},
@@ -72,6 +73,7 @@ json fabric_json(const FabricSpec& f) {
           {"bandwidth_efficiency_at_scale", f.bandwidth_efficiency_at_scale},
           {"ll128_efficiency", f.ll128_efficiency},
           {"tree_efficiency_at_scale", f.tree_efficiency_at_scale},
+          {"nccl_net_latency_us", f.nccl_net_latency_s * 1e6},
           {"ramp_min", f.ramp_min},
           {"ramp_half_kib", f.ramp_half_bytes / 1024.0},
           {"source", f.source}};

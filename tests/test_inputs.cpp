@@ -94,6 +94,10 @@ TEST_CASE("bad input: exit status 2 with file, line, key and expectation") {
       {"unknown strategy", replace("kind: mics", "kind: zeor3"), "", {"strategy.kind", "expected one of", "did you mean 'zero3'"}},
       {"missing key", replace("  seq_len: 512\n", ""), "", {"training.seq_len", "required key is missing"}},
       {"unknown cross-entropy", good, " --set training.cross_entropy=chunked", {"training.cross_entropy", "fused", "torch"}},
+      {"unknown NCCL chooser", good, " --set cluster.nccl_choice=best", {"cluster.nccl_choice", "nccl", "fastest"}},
+      {"unknown CPU vendor", good,
+       " --set 'cluster.instance={gpu: A100-SXM4-40GB, gpus_per_node: 8, cpu: arm, intra_node: {gbytes_per_s: 240}, network: {nics: 4, gbits_per_nic: 100, fabric: efa-p4}}'",
+       {"cpu", "intel", "amd"}},
       {"foreach lamb", good, " --set training.optimizer=lamb --set training.optimizer_implementation=foreach",
        {"training.optimizer_implementation", "foreach is modelled for adam"}},
   };

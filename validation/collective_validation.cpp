@@ -175,7 +175,13 @@ NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>&
     auto m = base.tuner->matches(r.op, r.bytes, r.ranks, r.nodes);  // empty below the plugin's min_nodes
     return !m.empty() && pred(*m.front());
   };
-  if (any([&](const NcclTestRow& r) { return tuned(r, [](const TunerRegion& t) { return t.protocol == Protocol::LL128; }); }))
+  // LL128's delivery on the fabric: fitted wherever rows run it across nodes at sizes where bandwidth counts
+  // (NCCL's pick, or the plugin's). NCCL keeps picking it whatever it costs, so its cost shows in those rows.
+  auto runs_ll128 = [&](const NcclTestRow& r) {
+    return r.nodes > 1 && r.bytes >= MiB &&
+           CollectiveModel(base).estimate(r.op, r.bytes, GroupLayout::make(r.ranks, r.nodes), r.forced).protocol == Protocol::LL128;
+  };
+  if (any(runs_ll128))
     params.push_back({"inter_ll128_efficiency", [](NetworkParams& n) -> double& { return n.inter_ll128_efficiency; }, 0.05, 1.5});
   if (any([&](const NcclTestRow& r) {
         return tuned(r, [](const TunerRegion& t) { return t.algorithm != NcclAlgorithm::Ring && t.protocol == Protocol::Simple; });

@@ -73,6 +73,11 @@ struct NetworkParams {
   double inter_ll128_efficiency = 1.0;
   double inter_tree_efficiency = 1.0;
   double call_overhead_s = 0;           // host/launch cost per collective call (instance-specific)
+  // What NCCL's tuning model is told of the network: the latency its net plugin reports (FabricSpec).
+  double nccl_net_latency_s = 0;
+  // Algorithm/protocol picked by the fastest calibrated cost (a what-if tuner) instead of by NCCL's model.
+  bool choose_fastest = false;
+  bool amd_cpu = false;                 // the hosts' CPU vendor: NCCL's LL bandwidth cap across nodes depends on it
   int channels = 16;
   // Size-dependent bandwidth efficiency of the Simple and LL128 pipelines (the mid-size ramp seen in
   // every nccl-tests curve): a ring step of s bytes per rank (S/n) runs at
@@ -92,6 +97,10 @@ struct NetworkParams {
   std::string source;
 
   static NetworkParams from_instance(const InstanceSpec& inst);
+  // The network as NCCL's own tuning model (tuning.cc) sees it when it picks an algorithm and protocol:
+  // its constants, the links at their nominal rates, the plugin's reported latency, and none of the
+  // efficiencies, ramps or latencies measured on the fabric (NCCL does not know them).
+  NetworkParams as_nccl_models_it() const;
   // Fraction of the NIC line rate a collective spanning `nodes` nodes reaches. Two nodes sit on one
   // switch; more nodes cross the fabric, where flow collisions cost bandwidth (EFA 2019: rings at 7.5 GB/s
   // on 2 nodes, NVIDIA/nccl-tests#22; 6-8 GB/s on 8-32, NVIDIA/nccl#235): e(k) = e_scale + (e_2 - e_scale)·2/k.
@@ -145,7 +154,9 @@ std::optional<CollectiveEstimate> estimate_nvls(const NetworkParams& net, Collec
 class CollectiveModel {
  public:
   explicit CollectiveModel(NetworkParams net) : net_(std::move(net)) {}
-  // The fastest allowed algorithm/protocol (ties broken by a fixed order, so results are deterministic).
+  // What runs: the algorithm/protocol NCCL's own model rates fastest among those allowed (or the tuner
+  // plugin's, or the truly fastest when the network says choose_fastest), costed on the calibrated network.
+  // Ties are broken by a fixed order, so results are deterministic.
   CollectiveEstimate estimate(CollectiveOp op, double bytes, const GroupLayout& g,
                               const CollectiveChoice& choice = {}) const;
   // Every applicable candidate, for reports and tests.

@@ -107,6 +107,9 @@ NetworkParams NetworkParams::from_instance(const InstanceSpec& inst) {
   p.gpus_per_node = inst.gpus_per_node;
   p.nics = inst.network.nics;
   p.call_overhead_s = inst.intra.call_overhead_s;
+  p.nccl_net_latency_s = inst.network.fabric.nccl_net_latency_s;
+  p.choose_fastest = inst.choose_fastest;
+  p.amd_cpu = inst.cpu == "amd";
   p.intra_ramp_min = inst.intra.ramp_min;
   p.intra_ramp_half_bytes = inst.intra.ramp_half_bytes;
   p.inter_ramp_min = inst.network.fabric.ramp_min;
@@ -117,6 +120,22 @@ NetworkParams NetworkParams::from_instance(const InstanceSpec& inst) {
              (p.tuner ? ", tuner " + p.tuner->name : std::string()) +
              (inst.nccl_proto.empty() ? std::string() : ", NCCL_PROTO " + inst.nccl_proto) + ")";
   return p;
+}
+
+NetworkParams NetworkParams::as_nccl_models_it() const {
+  NetworkParams v = *this;
+  // NCCL rates a ring at nChannels x the links' nominal speed (tuning.cc: busBw = nChannels * bw) and
+  // adds only its own tables' latencies, plus the net plugin's reported one as latencyInter.
+  v.intra_efficiency = 1.0;
+  v.intra_latency_scale = 1.0;
+  v.intra_ramp_min = 1.0;
+  v.inter_efficiency = v.inter_efficiency_at_scale = 1.0;
+  v.inter_ramp_min = 1.0;
+  v.inter_latency_s = nccl_net_latency_s;
+  v.inter_fixed_latency_s = 0;
+  v.inter_ll128_efficiency = v.inter_tree_efficiency = 1.0;
+  v.call_overhead_s = 0;
+  return v;
 }
 
 double NetworkParams::inter_efficiency_for(int nodes) const {
@@ -182,18 +201,24 @@ CollectiveEstimate CollectiveModel::estimate(CollectiveOp op, double bytes, cons
                                              const CollectiveChoice& choice) const {
   if (!choice.algorithm && !choice.protocol)
     if (auto t = tuner_choice(op, bytes, g)) return *t;
-  std::optional<CollectiveEstimate> best;
-  for (const auto& c : candidates(op, bytes, g)) {
-    if (choice.algorithm && c.algorithm != *choice.algorithm) continue;
-    if (choice.protocol && c.protocol != *choice.protocol) continue;
-    if (!best || c.time_s < best->time_s) best = c;
-  }
-  if (!best) {
-    // The override named something that cannot run this collective: fall back to ring, as NCCL does
-    // when NCCL_ALGO excludes every valid algorithm for an operation.
-    best = estimate_ring(net_, op, bytes, g, choice.protocol.value_or(Protocol::Simple));
-  }
-  return *best;
+  // NCCL picks by its own model, which knows none of the fabric's measured costs; what it picked then runs
+  // at those costs. (Picking by the calibrated cost instead would let a measured slow protocol be dodged,
+  // which NCCL does not do: it keeps running LL128 where its tables rate LL128 fastest.)
+  auto allowed_by_choice = [&](const CollectiveEstimate& c) {
+    return (!choice.algorithm || c.algorithm == *choice.algorithm) && (!choice.protocol || c.protocol == *choice.protocol);
+  };
+  const std::vector<CollectiveEstimate> costed = candidates(op, bytes, g);
+  const std::vector<CollectiveEstimate> rated = net_.choose_fastest ? costed
+                                                : CollectiveModel(net_.as_nccl_models_it()).candidates(op, bytes, g);
+  std::optional<CollectiveEstimate> pick;
+  for (const auto& c : rated)
+    if (allowed_by_choice(c) && (!pick || c.time_s < pick->time_s)) pick = c;
+  if (pick)
+    for (const auto& c : costed)
+      if (c.algorithm == pick->algorithm && c.protocol == pick->protocol) return c;
+  // The override named something that cannot run this collective: fall back to ring, as NCCL does
+  // when NCCL_ALGO excludes every valid algorithm for an operation.
+  return *estimate_ring(net_, op, bytes, g, choice.protocol.value_or(Protocol::Simple));
 }
 
 }  // namespace micsim

@@ -41,11 +41,14 @@ double hw_latency(LinkClass l, NcclAlgorithm a, Protocol p) {
 
 static int node_column(int nodes) { return nodes <= 1 ? 0 : nodes == 2 ? 1 : 2; }
 
-double ll_max_bus_bw(GpuArch arch, int nodes) {
-  // llMaxBws (GB/s): one node by GPU arch; across nodes the Intel-CPU row.
+double ll_max_bus_bw(GpuArch arch, int nodes, bool amd_cpu) {
+  // llMaxBws (GB/s). One node: the GPU's row. Across nodes NCCL indexes the table by the host CPU instead
+  // (tuning.cc: "for multi-node, we look at CPU type": row 1 for AMD or mixed, else row 0), so an H100
+  // cluster gets 39 / 20.4 GB/s on Intel hosts, 22.5 / 19.0 on AMD ones, never the Hopper row's 45 / 35.
   static const double volta[3] = {39.0, 39.0, 20.4}, ampere[3] = {87.7, 22.5, 19.0},
                       hopper[3] = {141.0, 45.0, 35.0}, blackwell[3] = {282.0, 90.0, 70.0};
-  const double* row = arch == GpuArch::Volta ? volta : arch == GpuArch::Ampere ? ampere
+  const double* row = nodes > 1 ? (amd_cpu ? ampere : volta)
+                      : arch == GpuArch::Volta ? volta : arch == GpuArch::Ampere ? ampere
                       : arch == GpuArch::Hopper ? hopper : blackwell;
   return row[node_column(nodes)] * 1e9;
 }

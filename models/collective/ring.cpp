@@ -37,7 +37,7 @@ std::optional<CollectiveEstimate> estimate_ring(const NetworkParams& net, Collec
   const double t_intra = t_intra_line / (ramped ? net.intra_ramp(step) : 1.0);
   const double t_inter = k > 1 ? e.inter_bytes_per_node / (net.inter_bandwidth_for(g) * (ramped ? net.inter_ramp(step) : 1.0)) : 0.0;
   auto with_protocol = [&](double intra, double inter) {
-    if (proto == Protocol::LL) return std::max(std::max(intra, inter) / nccl::kLLEfficiency, volume / nccl::ll_max_bus_bw(net.arch, k));
+    if (proto == Protocol::LL) return std::max(std::max(intra, inter) / nccl::kLLEfficiency, volume / nccl::ll_max_bus_bw(net.arch, k, net.amd_cpu));
     if (proto == Protocol::LL128)
       return std::max(std::max(intra, inter / net.inter_ll128_efficiency) / nccl::kLL128Efficiency,
                       volume / (net.channels * nccl::per_channel_ring_ll128_bw(net.arch)));

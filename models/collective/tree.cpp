@@ -44,7 +44,7 @@ std::optional<CollectiveEstimate> estimate_tree(const NetworkParams& net, Collec
     t_bw = std::max(t_lines,
                     chain / (net.channels * nccl::per_channel_tree_ll128_bw(net.arch, k)));
   } else {
-    t_bw = std::max(t_bw * 3.8, chain / nccl::ll_max_bus_bw(net.arch, k));
+    t_bw = std::max(t_bw * 3.8, chain / nccl::ll_max_bus_bw(net.arch, k, net.amd_cpu));
   }
   t_bw *= nccl::tree_correction_factor(proto, 1e12) / nccl::tree_correction_factor(proto, bytes);
 

@@ -227,7 +227,7 @@ static NcclAlgorithm parse_algorithm(const YamlNode& n) {
 
 FabricSpec HardwareCatalog::parse_fabric(const YamlNode& n, const std::string& name) const {
   n.check_keys({"latency_us", "bandwidth_efficiency", "bandwidth_efficiency_at_scale", "ramp_min", "ramp_half_kib", "algorithms",
-                "ll128", "ll128_efficiency", "tree_efficiency_at_scale", "fixed_latency_us", "source"});
+                "ll128", "ll128_efficiency", "tree_efficiency_at_scale", "fixed_latency_us", "nccl_net_latency_us", "source"});
   FabricSpec f;
   f.name = name;
   f.latency_s = n.at("latency_us").as_double_in(kMinInterLatencyS * 1e6, 1e5) * 1e-6;
@@ -242,12 +242,13 @@ FabricSpec HardwareCatalog::parse_fabric(const YamlNode& n, const std::string& n
   if (auto v = n.get("ll128")) f.ll128 = v->as_bool();
   if (auto v = n.get("ll128_efficiency")) f.ll128_efficiency = v->as_double_in(0.05, 1.5);
   if (auto v = n.get("tree_efficiency_at_scale")) f.tree_efficiency_at_scale = v->as_double_in(0.05, 1.5);
+  if (auto v = n.get("nccl_net_latency_us")) f.nccl_net_latency_s = v->as_double_in(0, 1e5) * 1e-6;
   if (auto v = n.get("source")) f.source = v->as_string();
   return f;
 }
 
 InstanceSpec HardwareCatalog::parse_instance(const YamlNode& n, const std::string& name) const {
-  n.check_keys({"gpu", "gpus_per_node", "intra_node", "network", "nccl_tuner", "nccl_proto", "price_usd_per_hour", "price_note", "source"});
+  n.check_keys({"gpu", "gpus_per_node", "intra_node", "network", "nccl_tuner", "nccl_proto", "cpu", "price_usd_per_hour", "price_note", "source"});
   InstanceSpec s;
   s.name = name;
   YamlNode gpu = n.at("gpu");
@@ -302,6 +303,7 @@ InstanceSpec HardwareCatalog::parse_instance(const YamlNode& n, const std::strin
     if (!parse_nccl_proto(s.nccl_proto))
       p->fail(fmt::format("nccl_proto '{}': {}", s.nccl_proto, kNcclProtoExpected));
   }
+  if (auto p = n.get("cpu")) s.cpu = p->as_choice({"intel", "amd"});
   if (auto p = n.get("price_usd_per_hour")) s.price_usd_per_hour = p->as_double_in(0, 1e6), s.price_explicit = true;
   if (auto p = n.get("price_note")) s.price_note = p->as_string();
   if (auto p = n.get("source")) s.source = p->as_string();

@@ -100,6 +100,9 @@ struct FabricSpec {
   double tree_efficiency_at_scale = 1.0;  // tree / NVLS-tree inter-node bandwidth / ring's, at >= 3 nodes
   double ramp_min = 1.0;                  // bandwidth efficiency ramp (see NetworkParams): floor ...
   double ramp_half_bytes = 0;             // ... and the per-rank step size at which it is half way up
+  // The network latency the NCCL net plugin reports to NCCL's tuning model (ncclNetProperties.latency, us;
+  // NCCL >= 2.12): it steers NCCL's choice of algorithm and protocol, not the transfer itself.
+  double nccl_net_latency_s = 0;
   std::string source;
 };
 
@@ -132,6 +135,11 @@ struct InstanceSpec {
   // NCCL_PROTO as the instance's network plugin sets it for the whole process (every collective, inside
   // a node too), e.g. "simple"; "" = NCCL's free choice. Comma-separated LL, LL128, Simple (any case).
   std::string nccl_proto;
+  // Who picks each collective's algorithm and protocol: NCCL, from its own cost model (false, what runs), or
+  // a what-if tuner that knows this network's measured costs and always takes the fastest (true).
+  bool choose_fastest = false;
+  // The hosts' CPU vendor, "intel" or "amd": NCCL picks its LL bandwidth cap across nodes by it.
+  std::string cpu = "intel";
   std::string source;
 };
 

@@ -25,7 +25,7 @@ std::string resolve_relative(const std::string& base_file, const std::string& pa
 }
 
 ClusterSpec parse_cluster(const YamlNode& n) {
-  n.check_keys({"instance", "nodes", "fabric", "gpu_power_limit_w", "nccl_proto"});
+  n.check_keys({"instance", "nodes", "fabric", "gpu_power_limit_w", "nccl_proto", "nccl_choice"});
   ClusterSpec c;
   const auto& cat = HardwareCatalog::builtin();
   YamlNode inst = n.at("instance");
@@ -49,6 +49,9 @@ ClusterSpec parse_cluster(const YamlNode& n) {
     if (!parse_nccl_proto(c.instance.nccl_proto))
       p->fail(fmt::format("'{}': {}, or \"\" for all", c.instance.nccl_proto, kNcclProtoExpected));
   }
+  // Who picks algorithm and protocol: NCCL from its own model (what runs), or a what-if tuner that takes
+  // the fastest on this network's measured costs.
+  if (auto p = n.get("nccl_choice")) c.instance.choose_fastest = p->as_choice({"nccl", "fastest"}) == "fastest";
   // Every GPU of the cluster run under this limit (nvidia-smi -pl), in place of the part's default.
   if (auto p = n.get("gpu_power_limit_w")) {
     const double w = p->as_double_in(1, 1e5);
