@@ -7,6 +7,8 @@
 
 #include "models/collective/collective.hpp"
 
+#include <fmt/format.h>
+
 namespace micsim {
 
 const char* to_string(CollectiveOp op) {
@@ -118,6 +120,9 @@ NetworkParams NetworkParams::from_instance(const InstanceSpec& inst) {
   if (auto protos = parse_nccl_proto(inst.nccl_proto)) p.protocols = *protos;  // validated at catalog load
   p.source = "catalog defaults for " + inst.name + " (fabric " + inst.network.fabric.name +
              (p.tuner ? ", tuner " + p.tuner->name : std::string()) +
+             // What NCCL's own pick is made with (docs/model.md sec 4.6).
+             (p.nccl_net_latency_s > 0 ? fmt::format(", net plugin reports {:g} us to NCCL", p.nccl_net_latency_s * 1e6) : std::string()) +
+             (p.amd_cpu ? ", AMD hosts" : "") + (p.choose_fastest ? ", fastest pick (what-if)" : "") +
              (inst.nccl_proto.empty() ? std::string() : ", NCCL_PROTO " + inst.nccl_proto) + ")";
   return p;
 }
