@@ -17,6 +17,33 @@
 
 namespace micsim::cli {
 
+
+namespace {
+
+// One comment line under the table: where NCCL's pick (rated on its own model) is slower than the fastest
+// candidate on the measured network, and by how much at worst; model times, so both engines print the same.
+std::string mispick_note(const std::vector<CollectiveEstimate>& picked, const std::vector<CollectiveEstimate>& fastest,
+                         const std::vector<double>& sizes) {
+  if (fastest.empty()) return "";
+  int slower = 0;
+  size_t worst = 0;
+  double worst_gap = 0;
+  for (size_t i = 0; i < picked.size(); ++i) {
+    const double gap = picked[i].time_s / fastest[i].time_s - 1;
+    if (gap > 1e-9) ++slower;
+    if (gap > worst_gap) worst_gap = gap, worst = i;
+  }
+  if (slower == 0) return "# The picks above (NCCL's model, or the instance's tuner plugin) are the fastest candidates on this network\n";
+  return fmt::format("# The pick (NCCL's model, or the instance's tuner plugin) is slower than the fastest candidate on this network at "
+                     "{} of {} sizes; most at {:.0f} B: {}/{} {:.2f} us, "
+                     "{}/{} {:.2f} us (+{:.1f} %), what a tuner that knew this network would gain (docs/model.md sec 4.6)\n",
+                     slower, picked.size(), sizes[worst], to_string(picked[worst].algorithm), to_string(picked[worst].protocol),
+                     picked[worst].time_s * 1e6, to_string(fastest[worst].algorithm), to_string(fastest[worst].protocol),
+                     fastest[worst].time_s * 1e6, 100 * worst_gap);
+}
+
+}  // namespace
+
 using des::simgrid_collective_times;
 
 // nccl-tests size syntax: 8, 64K, 1M, 8G (binary multiples).
@@ -146,6 +173,15 @@ Runner add_collective(CLI::App& app) {
                                        o->algo, o->algo.empty() || o->proto.empty() ? "" : "/", o->proto, join_choices(names)));
       }
     }
+    // What a tuner that knew this network's measured costs would run instead (docs/model.md sec 4.6): shown
+    // beside NCCL's pick, so the cost of NCCL rating the links at their nominal speed is visible.
+    std::vector<CollectiveEstimate> fastest;
+    if (!choice.algorithm && !choice.protocol) {
+      NetworkParams knowing = net;
+      knowing.choose_fastest = true;
+      const CollectiveModel tuner(knowing);
+      for (double bytes : sizes) fastest.push_back(tuner.estimate(*op, bytes, layout));
+    }
     std::vector<double> times;
     for (const auto& e : estimates) times.push_back(e.time_s);
     if (o->engine == "simgrid") times = simgrid_collective_times(inst, o->nodes, g, net, estimates);
@@ -161,7 +197,11 @@ Runner add_collective(CLI::App& app) {
                       {"latency_us", e.latency_s * 1e6}, {"bottleneck", to_string(e.bottleneck)},
                       {"selected_by", choice.algorithm || choice.protocol ? std::string("forced")
                                       : e.tuner ? "tuner " + e.tuner->name : std::string("nccl")}});
+      if (!fastest.empty())
+        rows.back()["fastest"] = {{"algorithm", to_string(fastest[i].algorithm)}, {"protocol", to_string(fastest[i].protocol)},
+                                  {"time_us", fastest[i].time_s * 1e6}};
     }
+    text += mispick_note(estimates, fastest, sizes);
     if (!o->json.empty()) {
       nlohmann::json j = {{"instance", inst.name}, {"nodes", o->nodes}, {"gpus_per_node", g}, {"op", o->op},
                           {"engine", o->engine}, {"network_source", net.source}, {"rows", rows}};

@@ -141,8 +141,19 @@ TEST_CASE("micsim collective prints nccl-tests' layout that the parser reads bac
   CHECK(j.status == 0);
   auto js = nlohmann::json::parse(j.output);
   CHECK(js["rows"][0]["algorithm"] == "tree");
+  // Beside NCCL's pick, what a tuner that knew the measured network would run: never slower.
+  REQUIRE(js["rows"][0].contains("fastest"));
+  CHECK(js["rows"][0]["fastest"]["time_us"].get<double>() <= js["rows"][0]["time_us"].get<double>() * (1 + 1e-12));
+  // On H100 InfiniBand at 4 nodes, 256 MiB all_gather: NCCL's tables keep ring LL128 (lower latency), but on the
+  // measured network NVLink's mid-size ramp makes the transfer NVLink-bound, where LL128's 120/128 payload costs
+  // more than its latency saves: ring Simple would be faster. The note under the table says so.
+  auto h = run_cli("collective --instance dgx-h100 --nodes 4 --op all_gather -b 256M -e 256M");
+  CHECK(h.output.find("slower than the fastest candidate on this network at 1 of 1 sizes") != std::string::npos);
+  CHECK(h.output.find("ring/LL128") != std::string::npos);
+  CHECK(h.output.find("ring/Simple") != std::string::npos);
   auto forced = nlohmann::json::parse(run_cli("collective --instance p4de.24xlarge --nodes 2 --op all_reduce -b 64M -e 64M --algo ring --json -").output);
   CHECK(forced["rows"][0]["algorithm"] == "ring");
+  CHECK_FALSE(forced["rows"][0].contains("fastest"));
   CHECK(forced["rows"][0]["time_us"].get<double>() > js["rows"][0]["time_us"].get<double>());
   CHECK(run_cli("collective --instance p4d.24xlarge --nodes 0").status == 2);
   CHECK(run_cli("collective --instance p4d.24xlarge --op all_gatherx").status == 2);
