@@ -29,6 +29,7 @@ std::string mispick_note(const std::vector<CollectiveEstimate>& picked, const st
   size_t worst = 0;
   double worst_gap = 0;
   for (size_t i = 0; i < picked.size(); ++i) {
+    if (!(fastest[i].time_s > 0)) continue;  // one rank: nothing to communicate
     const double gap = picked[i].time_s / fastest[i].time_s - 1;
     if (gap > 1e-9) ++slower;
     if (gap > worst_gap) worst_gap = gap, worst = i;
