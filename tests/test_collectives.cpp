@@ -6,6 +6,7 @@
 
 #include "approx.hpp"
 
+#include "models/calibration/calibration.hpp"
 #include "models/collective/collective.hpp"
 #include "models/hardware/catalog.hpp"
 #include "models/io/input_error.hpp"
@@ -299,4 +300,17 @@ TEST_CASE("the latency a net plugin reports steers NCCL's pick, never what an al
       moved += pa.algorithm != pb.algorithm || pa.protocol != pb.protocol;
     }
   CHECK(moved > 0);  // a high reported latency makes NCCL prefer fewer network hops somewhere
+  // A cluster's own plugin setting (OFI_NCCL_NET_LATENCY, another plugin release) is a calibration key; the file
+  // round-trips it and it picks what the fabric key picks.
+  const Calibration cal = parse_calibration("instance: dgx-h100\nnetwork:\n  nccl_net_latency_us: 75\n", "<cal>");
+  REQUIRE(cal.nccl_net_latency_s.has_value());
+  CHECK(*parse_calibration(cal.to_yaml(), "<again>").nccl_net_latency_s == rel_approx(75e-6));
+  NetworkParams calibrated = NetworkParams::from_instance(quiet);
+  cal.apply(calibrated);
+  for (double bytes = 1 << 10; bytes <= double(1 << 30); bytes *= 8) {
+    const GroupLayout g = GroupLayout::make(32, 4);
+    const auto pc = CollectiveModel(calibrated).estimate(CollectiveOp::AllReduce, bytes, g), pb = b.estimate(CollectiveOp::AllReduce, bytes, g);
+    CHECK(pc.algorithm == pb.algorithm);
+    CHECK(pc.protocol == pb.protocol);
+  }
 }

@@ -25,6 +25,8 @@ struct Calibration {
   std::string source;
   std::optional<double> intra_efficiency, intra_latency_scale, inter_efficiency, inter_efficiency_at_scale, inter_latency_s,
       inter_fixed_latency_s, inter_ll128_efficiency, inter_tree_efficiency, nvls_efficiency, intra_ramp_min, intra_ramp_half_bytes, inter_ramp_min, inter_ramp_half_bytes, call_overhead_s;
+  // What the net plugin reports to NCCL's cost model on this cluster (a setting, not fitted: it steers NCCL's pick only).
+  std::optional<double> nccl_net_latency_s;
   std::optional<double> gemm_efficiency, gemm_dim_half, gemm_overhead_s, attention_efficiency, hbm_efficiency,
       kernel_overhead_s, interference, collective_hbm_traffic, memory_pressure_onset, memory_pressure_slowdown, attention_backward_efficiency,
       gemm_fp8_efficiency, eager_scale, jitter_cv, straggler_rate_per_s, straggler_stall_s, attention_scale, host_launch_s, gemm_scale, triton_attention_scale,

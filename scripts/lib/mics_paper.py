@@ -49,16 +49,28 @@ CLAIMS = {
 ANY_PROTOCOL = ['cluster.nccl_proto=""']
 
 
-def ring_ramp_what_if():
-    """Writes a p4d calibration (under OUT) with efa-v2's ramp in place of efa-p4's; returns its --set."""
-    shown = subprocess.run([MICSIM, "catalog", "show", "efa-v2", "--json", "-"], capture_output=True, text=True, check=True)
-    fabric = json.loads(shown.stdout)
-    path = os.path.join(OUT, "what-if-p4d-ring-ramp.yaml")
+def p4d_what_if(name, ramp, stack_2021):
+    """Writes a p4d calibration (under OUT) and returns its --set: with `ramp`, efa-v2's ring-fitted ramp in place of
+    efa-p4's; with `stack_2021`, no latency reported to NCCL's cost model, as in 2021 (NCCL < 2.12 had no such
+    plugin property; today's aws-ofi-nccl reports 75 us on p4d, the catalog's value)."""
+    lines = []
+    if ramp:
+        shown = subprocess.run([MICSIM, "catalog", "show", "efa-v2", "--json", "-"], capture_output=True, text=True, check=True)
+        fabric = json.loads(shown.stdout)
+        lines += [f"  inter_ramp_min: {fabric['ramp_min']}", f"  inter_ramp_half_kib: {fabric['ramp_half_kib']}"]
+    if stack_2021:
+        lines += ["  nccl_net_latency_us: 0"]
+    path = os.path.join(OUT, f"what-if-p4d-{name}.yaml")
     with open(path, "w") as out:
         out.write('instance: "p4d.24xlarge"\n')
-        out.write('source: "what-if: the efa-v2 ring-fitted ramp on p4d (scripts/reproduce-mics-paper); not a p4d measurement"\n')
-        out.write(f"network:\n  inter_ramp_min: {fabric['ramp_min']}\n  inter_ramp_half_kib: {fabric['ramp_half_kib']}\n")
+        out.write(f'source: "what-if {name} on p4d (scripts/reproduce-mics-paper); not a p4d measurement"\n')
+        out.write("network:\n" + "\n".join(lines) + "\n")
     return ["calibration=" + path]
+
+
+def ring_ramp_what_if():
+    """The efa-v2 ring-fitted ramp on p4d, as a calibration --set."""
+    return p4d_what_if("ring-ramp", ramp=True, stack_2021=False)
 
 
 P4D_RINGS_2021 = os.path.join(ROOT, "validation", "data", "p4d-ring-2021", "aws_samples_aws_efa_eks_p4d_ring_2021.csv")
@@ -277,10 +289,13 @@ def main():
         path = os.path.join(ROOT, "scenarios", "mics-paper", best_name + ".yaml")
         at = [f"cluster.nodes={best_gpus // 8}"] + FRAMEWORK
         ramp = ring_ramp_what_if()
+        stack_2021 = p4d_what_if("nccl-2021", ramp=False, stack_2021=True)
+        both = p4d_what_if("ring-ramp-nccl-2021", ramp=True, stack_2021=True)
         parts = []
-        for label, sets in [("LL and LL128 allowed (NCCL_PROTO unset, as before aws-ofi-nccl forced Simple in 2023)", ANY_PROTOCOL),
+        for label, sets in [("LL and LL128 allowed as NCCL of 2021 chose them (NCCL_PROTO unset, as before aws-ofi-nccl forced Simple "
+                             "in 2023; no plugin latency in NCCL's cost model before 2.12)", ANY_PROTOCOL + stack_2021),
                             ("efa-v2's ring-fitted ramp instead of efa-p4's tree-fitted one", ramp),
-                            ("both", ANY_PROTOCOL + ramp)]:
+                            ("both", ANY_PROTOCOL + both)]:
             m = simulate(path, at + ["strategy.kind=mics"] + sets, a.engine)["samples_per_s"]
             z = simulate(path, at + ["strategy.kind=zero3"] + sets, a.engine)["samples_per_s"]
             parts.append(f"{label} {m / z:.2f}x")
