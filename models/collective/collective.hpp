@@ -98,8 +98,8 @@ struct NetworkParams {
 
   static NetworkParams from_instance(const InstanceSpec& inst);
   // The network as NCCL's own tuning model (tuning.cc) sees it when it picks an algorithm and protocol:
-  // its constants, the links at their nominal rates, the plugin's reported latency, and none of the
-  // efficiencies, ramps or latencies measured on the fabric (NCCL does not know them).
+  // its constants (NVLS at its own nvlsEfficiency), the links at their nominal rates, the plugin's reported
+  // latency, and none of the efficiencies, ramps or latencies measured on the fabric (NCCL does not know them).
   NetworkParams as_nccl_models_it() const;
   // Fraction of the NIC line rate a collective spanning `nodes` nodes reaches. Two nodes sit on one
   // switch; more nodes cross the fabric, where flow collisions cost bandwidth (EFA 2019: rings at 7.5 GB/s

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "models/collective/collective.hpp"
+#include "models/collective/nccl_constants.hpp"
 
 #include <fmt/format.h>
 
@@ -140,6 +141,7 @@ NetworkParams NetworkParams::as_nccl_models_it() const {
   v.inter_fixed_latency_s = 0;
   v.inter_ll128_efficiency = v.inter_tree_efficiency = 1.0;
   v.call_overhead_s = 0;
+  if (nvls) v.nvls_efficiency = nccl::nvls_efficiency(arch);  // NCCL's own, not the fitted one
   return v;
 }
 

@@ -42,15 +42,17 @@ double hw_latency(LinkClass l, NcclAlgorithm a, Protocol p) {
 static int node_column(int nodes) { return nodes <= 1 ? 0 : nodes == 2 ? 1 : 2; }
 
 double ll_max_bus_bw(GpuArch arch, int nodes, bool amd_cpu) {
-  // llMaxBws (GB/s). One node: the GPU's row. Across nodes NCCL indexes the table by the host CPU instead
-  // (tuning.cc: "for multi-node, we look at CPU type": row 1 for AMD or mixed, else row 0), so an H100
-  // cluster gets 39 / 20.4 GB/s on Intel hosts, 22.5 / 19.0 on AMD ones, never the Hopper row's 45 / 35.
-  static const double volta[3] = {39.0, 39.0, 20.4}, ampere[3] = {87.7, 22.5, 19.0},
-                      hopper[3] = {141.0, 45.0, 35.0}, blackwell[3] = {282.0, 90.0, 70.0};
-  const double* row = nodes > 1 ? (amd_cpu ? ampere : volta)
-                      : arch == GpuArch::Volta ? volta : arch == GpuArch::Ampere ? ampere
-                      : arch == GpuArch::Hopper ? hopper : blackwell;
-  return row[node_column(nodes)] * 1e9;
+  // llMaxBws (GB/s). One node: the GPU's entry. Across nodes NCCL indexes the table by the host CPU instead
+  // (tuning.cc: "for multi-node, we look at CPU type"; the Intel and AMD rows at 2 and >= 3 nodes).
+  if (nodes <= 1)
+    return (arch == GpuArch::Volta ? 39.0 : arch == GpuArch::Ampere ? 87.7 : arch == GpuArch::Hopper ? 141.0 : 282.0) * 1e9;
+  static const double intel[2] = {39.0, 20.4}, amd[2] = {22.5, 19.0};
+  return (amd_cpu ? amd : intel)[nodes == 2 ? 0 : 1] * 1e9;
+}
+
+double nvls_efficiency(GpuArch arch) {
+  // nvlsEfficiency (src/tuning/nvls.cc, earlier tuning.cc): NVLS's bus bandwidth / NVLink's in NCCL's model.
+  return arch == GpuArch::Hopper ? 0.85 : arch == GpuArch::Blackwell ? 0.74 : 0.0;
 }
 
 double per_channel_ring_ll128_bw(GpuArch arch) {

@@ -9,7 +9,8 @@ enum class LinkClass { NVLink, PCI, Net };
 
 double base_latency(NcclAlgorithm a, Protocol p);              // baseLat
 double hw_latency(LinkClass l, NcclAlgorithm a, Protocol p);   // hwLat
-double ll_max_bus_bw(GpuArch arch, int nodes, bool amd_cpu);                 // llMaxBws (Intel row across nodes)
+double ll_max_bus_bw(GpuArch arch, int nodes, bool amd_cpu);   // llMaxBws (across nodes: by host CPU)
+double nvls_efficiency(GpuArch arch);                          // nvlsEfficiency
 double per_channel_ring_ll128_bw(GpuArch arch);                // perChMaxRingLL128Bws
 double per_channel_tree_bw(GpuArch arch, int nodes);           // perChMaxTreeBws
 double per_channel_tree_ll128_bw(GpuArch arch, int nodes);     // perChMaxTreeLL128Bws

@@ -68,11 +68,6 @@ def p4d_what_if(name, ramp, stack_2021):
     return ["calibration=" + path]
 
 
-def ring_ramp_what_if():
-    """The efa-v2 ring-fitted ramp on p4d, as a calibration --set."""
-    return p4d_what_if("ring-ramp", ramp=True, stack_2021=False)
-
-
 P4D_RINGS_2021 = os.path.join(ROOT, "validation", "data", "p4d-ring-2021", "aws_samples_aws_efa_eks_p4d_ring_2021.csv")
 
 
@@ -288,7 +283,7 @@ def main():
     if best_name.endswith("-p4d"):
         path = os.path.join(ROOT, "scenarios", "mics-paper", best_name + ".yaml")
         at = [f"cluster.nodes={best_gpus // 8}"] + FRAMEWORK
-        ramp = ring_ramp_what_if()
+        ramp = p4d_what_if("ring-ramp", ramp=True, stack_2021=False)
         stack_2021 = p4d_what_if("nccl-2021", ramp=False, stack_2021=True)
         both = p4d_what_if("ring-ramp-nccl-2021", ramp=True, stack_2021=True)
         parts = []
