@@ -342,3 +342,90 @@ TEST_CASE("a log's NCCL settings, read off its NCCL INFO lines: validate warns, 
   REQUIRE(run_cli("calibrate --nccl-tests " + log + " --instance p4d.24xlarge --out " + cal).status == 0);
   CHECK(micsim::test::read_text(cal).find("runs set NCCL_MIN_CTAS: the terms hold for that setting") != std::string::npos);
 }
+
+namespace {
+std::vector<NcclTestRow> published_rows(const std::vector<std::string>& files, const std::string& instance) {
+  std::vector<NcclTestRow> rows;
+  for (const auto& f : files)
+    for (const auto& r : load_nccl_tests(std::string(MICSIM_SOURCE_DIR) + "/validation/data/nccl-tests/" + f))
+      if (ClusterMap::builtin().instance_for(r) == instance) rows.push_back(r);
+  return rows;
+}
+}  // namespace
+
+TEST_CASE("a fit from priors owes nothing to the catalog's values of those terms, and a term its rows cannot move is not fitted") {
+  // Held-out scores start from generic priors for the catalog terms fitted on the scored file
+  // (validation/data/nccl-tests-clusters.yaml fitted_on): the same rows must then give the same terms
+  // whatever the catalog says of them.
+  const auto rows = published_rows({"voltagepark_vpbenchmarking_h100_ib_4_nodes.csv", "dstack_docs_examples.csv"}, "dgx-h100");
+  REQUIRE(rows.size() > 50);
+  const InstanceSpec cat = HardwareCatalog::builtin().instance("dgx-h100");
+  InstanceSpec odd = cat;  // every fittable network term far from the catalog's
+  odd.network.fabric.latency_s = 40e-6;
+  odd.network.fabric.fixed_latency_s = 0;
+  odd.network.fabric.bandwidth_efficiency = 0.5;
+  odd.network.fabric.bandwidth_efficiency_at_scale = 0.4;
+  odd.network.fabric.ramp_min = 0.05;
+  odd.network.fabric.ramp_half_bytes = 64e6;
+  odd.network.fabric.ll128_efficiency = 0.3;
+  FitOptions opt;
+  opt.include_two_node_allreduce = true;
+  opt.priors = {"inter_latency_us", "inter_fixed_latency_us", "inter_efficiency", "inter_efficiency_at_scale", "inter_ramp",
+                "inter_ll128_efficiency", "inter_tree_efficiency"};
+  const NetworkFit a = fit_network(cat, rows, opt), b = fit_network(odd, rows, opt);
+  REQUIRE(a.fitted == b.fitted);
+  REQUIRE(a.calibration.inter_efficiency.has_value());
+  CHECK(*a.calibration.inter_efficiency == rel_approx(*b.calibration.inter_efficiency).epsilon(1e-9));
+  CHECK(*a.calibration.inter_latency_s == rel_approx(*b.calibration.inter_latency_s).epsilon(1e-9));
+  CHECK(*a.calibration.inter_ramp_half_bytes == rel_approx(*b.calibration.inter_ramp_half_bytes).epsilon(1e-9));
+  CHECK(*a.calibration.inter_ll128_efficiency == rel_approx(*b.calibration.inter_ll128_efficiency).epsilon(1e-9));
+  // Without priors the fit also starts from the catalog's values, but its three catalog-free starts reach
+  // the same optimum for the terms these rows determine; what the priors change is the terms they do not
+  // (the tree's rate: no row here runs a tree across >= 3 nodes): those would keep the catalog's value.
+  FitOptions plain;
+  plain.include_two_node_allreduce = true;
+  const NetworkFit c = fit_network(odd, rows, plain);
+  CHECK(c.at_prior.empty());
+  CHECK(*c.calibration.inter_efficiency == rel_approx(*a.calibration.inter_efficiency).epsilon(1e-6));
+  CHECK_FALSE(c.calibration.inter_tree_efficiency.has_value());
+  REQUIRE(a.calibration.inter_tree_efficiency.has_value());
+  CHECK(*a.calibration.inter_tree_efficiency == rel_approx(1.0));
+  CHECK(std::find(a.at_prior.begin(), a.at_prior.end(), "inter_tree_efficiency") != a.at_prior.end());
+
+  // p5's 1- and 2-node rows: 2-node all_reduce runs NVLS-tree, bound by NVLink, so the 2-node network
+  // efficiency is in the fit's list but no row moves it. It is not reported as fitted and, started from
+  // priors, stays at the prior and is named as such.
+  const auto p5 = published_rows({"aws_awsome_distributed_training_nccl_tests_readme.csv", "aws_awsome_distributed_training_aws_batch_p5_1node.csv"},
+                                 "p5.48xlarge");
+  FitOptions held;
+  held.include_two_node_allreduce = true;
+  held.priors = ClusterMap::builtin().terms_fitted_on("efa-v2", "crazyguitar_aws_gpu_communication_benchmark_p5_efa.csv");
+  REQUIRE(held.priors.count("inter_efficiency"));
+  const NetworkFit d = fit_network(HardwareCatalog::builtin().instance("p5.48xlarge"), p5, held);
+  CHECK(std::find(d.fitted.begin(), d.fitted.end(), "inter_efficiency") == d.fitted.end());
+  CHECK(std::find(d.at_prior.begin(), d.at_prior.end(), "inter_efficiency") != d.at_prior.end());
+  REQUIRE(d.calibration.inter_efficiency.has_value());
+  CHECK(*d.calibration.inter_efficiency == rel_approx(0.9));
+  CHECK(std::find(d.fitted.begin(), d.fitted.end(), "inter_latency_us") != d.fitted.end());  // small 2-node rows move it
+}
+
+TEST_CASE("the fitted_on list of validation data: a file's terms by fabric, checked on load") {
+  const ClusterMap& m = ClusterMap::builtin();
+  // The catalog's NDR terms were fitted on all four NDR files, efa-v2's 2-node terms on the p5 tables.
+  CHECK(m.terms_fitted_on("infiniband-ndr", "/x/voltagepark_vpbenchmarking_h100_ib_4_nodes.csv").count("inter_efficiency_at_scale"));
+  CHECK(m.terms_fitted_on("efa-v2", "crazyguitar_aws_gpu_communication_benchmark_p5_efa.csv").count("inter_ramp"));
+  CHECK(m.terms_fitted_on("efa-v2", "crazyguitar_aws_gpu_communication_benchmark_p5_efa.csv").count("inter_efficiency_at_scale") == 0);
+  CHECK(m.terms_fitted_on("efa-v2", "aws_awsome_distributed_training_aws_batch_p5_1node.csv").count("intra_ramp"));  // NVLink terms
+  CHECK(m.terms_fitted_on("infiniband-ndr", "unknown.csv").empty());
+  // Bad input: an unknown fabric or term is an error that names it.
+  auto load_bad = [](const std::string& body) {
+    try {
+      ClusterMap::load(temp_file("clusters.yaml", "clusters: []\nfitted_on:\n" + body));
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(load_bad("  efa-v9: {a.csv: [inter_efficiency]}\n").find("efa-v9") != std::string::npos);
+  CHECK(load_bad("  efa-v2: {a.csv: [inter_speed]}\n").find("inter_speed") != std::string::npos);
+}

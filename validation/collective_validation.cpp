@@ -10,16 +10,31 @@
 #include <functional>
 #include <tuple>
 
+#include "models/collective/nccl_constants.hpp"
 #include "models/hardware/catalog.hpp"
 #include "models/io/yaml_node.hpp"
 #include "validation/least_squares.hpp"
 
 namespace micsim {
 
+static const std::set<std::string> kPriorTerms = {
+    "inter_latency_us", "inter_fixed_latency_us", "inter_efficiency", "inter_efficiency_at_scale", "inter_ramp",
+    "inter_ll128_efficiency", "inter_tree_efficiency", "intra_efficiency", "intra_ramp", "call_overhead_us", "nvls_efficiency"};
+
 ClusterMap ClusterMap::load(const std::string& path) {
   YamlNode root = YamlNode::load_file(path);
-  root.check_keys({"clusters", "not_modelled"});
+  root.check_keys({"clusters", "not_modelled", "fitted_on"});
   ClusterMap m;
+  if (auto f = root.get("fitted_on"))
+    for (const auto& group : f->keys()) {  // a fabric, or "intra"
+      if (group != "intra" && !HardwareCatalog::builtin().find_fabric(group)) f->at(group).fail("unknown fabric '" + group + "'");
+      for (const auto& file : f->at(group).keys())
+        for (const auto& term : f->at(group).at(file).items()) {
+          const std::string t = term.as_string();
+          if (!kPriorTerms.count(t)) term.fail("unknown term '" + t + "' (one of fit_network's terms)");
+          m.fitted_on_[group][file].insert(t);
+        }
+    }
   if (root.has("not_modelled"))
     for (const auto& v : root.at("not_modelled").items()) m.not_modelled_.push_back(v.as_string());
   for (const auto& e : root.at("clusters").items()) {
@@ -40,6 +55,19 @@ std::string ClusterMap::unmodelled_setting(const std::string& text) const {
   for (const auto& name : not_modelled_)
     if (!nccl_setting(text, name).empty()) return name;
   return "";
+}
+
+static std::string file_name(const std::string& path) { return path.substr(path.find_last_of('/') + 1); }
+
+std::set<std::string> ClusterMap::terms_fitted_on(const std::string& fabric, const std::string& file) const {
+  std::set<std::string> out;
+  for (const std::string& group : {fabric, std::string("intra")}) {
+    auto g = fitted_on_.find(group);
+    if (g == fitted_on_.end()) continue;
+    auto f = g->second.find(file_name(file));
+    if (f != g->second.end()) out.insert(f->second.begin(), f->second.end());
+  }
+  return out;
 }
 
 std::optional<std::string> ClusterMap::instance_for(const NcclTestRow& row) const {
@@ -132,11 +160,53 @@ struct Param {
   double offset = 0;
 };
 
+// Start values that owe nothing to the catalog (a middle, a low and a high guess of each term), so that a
+// fit can be started where no catalog value fitted on the same files leads it (leave one source out).
+std::vector<double> neutral_starts(const std::string& name) {
+  if (name == "inter_latency_us") return {5e-6, 1e-6, 20e-6};
+  if (name == "inter_fixed_latency_us" || name == "call_overhead_us") return {2e-6, 0.5e-6, 10e-6};
+  if (name.find("ramp_half") != std::string::npos) return {1024.0 * 1024, 256.0 * 1024, 4096.0 * 1024};
+  if (name.find("ramp_min") != std::string::npos) return {0.5, 0.2, 0.8};
+  if (name == "intra_efficiency") return {0.98, 0.8, 1.0};
+  if (name == "nvls_efficiency") return {0.73, 0.5, 0.9};
+  if (name == "inter_ll128_efficiency" || name == "inter_tree_efficiency") return {1.0, 0.7, 1.0};
+  return {0.9, 0.6, 0.97};  // inter_efficiency, inter_efficiency_at_scale
+}
+
+// Generic priors for the terms fit_network can fit, in place of the catalog's values. The catalog's are
+// fitted on published files, perhaps on the very file a held-out score is for; a term the other files
+// cannot inform must then fall back on something no file determined.
+void set_prior(NetworkParams& n, const std::string& term) {
+  if (term == "inter_latency_us") n.inter_latency_s = 5e-6;  // an InfiniBand-like hop
+  if (term == "inter_fixed_latency_us") n.inter_fixed_latency_s = 0;
+  if (term == "inter_efficiency") n.inter_efficiency = 0.9;
+  if (term == "inter_efficiency_at_scale") n.inter_efficiency_at_scale = 0.9;
+  if (term == "inter_ramp") n.inter_ramp_min = 1.0, n.inter_ramp_half_bytes = 0;  // no ramp
+  if (term == "inter_ll128_efficiency") n.inter_ll128_efficiency = 1.0;            // NCCL's own rates
+  if (term == "inter_tree_efficiency") n.inter_tree_efficiency = 1.0;
+  if (term == "intra_efficiency") n.intra_efficiency = 0.98;
+  if (term == "intra_ramp") n.intra_ramp_min = 1.0, n.intra_ramp_half_bytes = 0;
+  if (term == "call_overhead_us") n.call_overhead_s = 0;
+  if (term == "nvls_efficiency" && nccl::nvls_efficiency(n.arch) > 0) n.nvls_efficiency = nccl::nvls_efficiency(n.arch);
+}
+
+// The fit parameter (Param::name) a prior term covers: the ramps' two parameters share one term.
+std::string prior_term(const std::string& param) {
+  if (param == "inter_ramp_min" || param == "inter_ramp_half_kib") return "inter_ramp";
+  if (param == "intra_ramp_min" || param == "intra_ramp_half_kib") return "intra_ramp";
+  return param;
+}
+
 }  // namespace
 
 NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>& all_rows, const FitOptions& opt) {
   NetworkFit fit;
-  const NetworkParams base = NetworkParams::from_instance(inst);
+  const NetworkParams base = [&] {
+    NetworkParams n = NetworkParams::from_instance(inst);
+    for (const auto& t : opt.priors) set_prior(n, t);
+    return n;
+  }();
+  const bool from_priors = !opt.priors.empty();
   // Rows that can inform the fit.
   for (const auto& r : all_rows) {
     if (!r.op_known || r.ranks < 2 || r.ranks / r.nodes > inst.gpus_per_node || !r.time_or_derived()) continue;
@@ -200,17 +270,8 @@ NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>&
   const int P = int(params.size()), R = int(fit.rows.size());
   NetworkParams net = base;
   for (const auto& row : fit.rows) fit.before.push_back(predict_time(base, row) / *row.time_or_derived() - 1.0);
+  std::set<std::string> unidentified;
   if (P > 0 && R >= P) {
-    std::vector<FitParameter> fp;
-    for (auto& p : params) {
-      double v = p.ref(net);
-      // Start values for terms that are off by default.
-      if (p.name.find("ramp_half") != std::string::npos && v <= 0) v = 1 << 20;
-      if (p.name.find("ramp_min") != std::string::npos && v >= 1.0) v = 0.5;
-      if ((p.name == "call_overhead_us" || p.name == "inter_fixed_latency_us") && v <= 0) v = 2e-6;
-      if (v <= p.lo) v = p.lo > 0 ? p.lo : 1e-7;
-      fp.push_back({p.name, v - p.offset, std::max(p.lo - p.offset, 1e-9), p.hi - p.offset});
-    }
     auto apply = [&](const std::vector<double>& v) {
       NetworkParams n = base;
       for (int j = 0; j < P; ++j) params[j].ref(n) = v[j] + params[j].offset;
@@ -218,19 +279,81 @@ NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>&
     };
     // Residual = log(predicted / measured) time; Huber (delta 0.1) so that rows from another software
     // stack or a noisy run pull linearly, not quadratically.
-    FitOutcome outcome = fit_least_squares(fp, [&](const std::vector<double>& v) {
+    auto residuals = [&](const std::vector<double>& v) {
       NetworkParams n = apply(v);
       std::vector<double> r(R);
       for (int i = 0; i < R; ++i) r[i] = std::log(predict_time(n, fit.rows[i]) / *fit.rows[i].time_or_derived());
       return r;
-    });
+    };
+    auto bounded = [&](const Param& p, double v) {
+      if (v <= p.lo) v = p.lo > 0 ? p.lo : 1e-7;
+      return FitParameter{p.name, std::min(v, p.hi) - p.offset, std::max(p.lo - p.offset, 1e-9), p.hi - p.offset};
+    };
+    // The fit is not convex (ramps, protocol picks), so it runs from several starts and keeps the lowest
+    // cost on its own rows (the first on a tie): the catalog's values (with the priors put in their place,
+    // if any), then three guesses that owe nothing to the catalog.
+    std::vector<std::vector<FitParameter>> starts(1);
+    for (auto& p : params) {
+      double v = p.ref(net);
+      // Start values for terms that are off by default.
+      if (p.name.find("ramp_half") != std::string::npos && v <= 0) v = 1 << 20;
+      if (p.name.find("ramp_min") != std::string::npos && v >= 1.0) v = 0.5;
+      if ((p.name == "call_overhead_us" || p.name == "inter_fixed_latency_us") && v <= 0) v = 2e-6;
+      starts[0].push_back(bounded(p, v));
+    }
+    for (int k = 0; k < 3; ++k) {
+      std::vector<FitParameter> fp;
+      for (auto& p : params) fp.push_back(bounded(p, neutral_starts(p.name)[k]));
+      starts.push_back(fp);
+    }
+    FitOutcome outcome;
+    for (size_t k = 0; k < starts.size(); ++k) {
+      FitOutcome o = fit_least_squares(starts[k], residuals);
+      if (k == 0 || o.cost < outcome.cost) outcome = o;
+    }
+    // A term the rows do not move (its rows are bound by another tier, say) ends wherever its start put
+    // it; it goes back to the catalog's value (or the prior) and does not count as fitted.
+    auto cost_at = [&](const std::vector<double>& v) {
+      std::vector<FitParameter> q = starts[0];
+      for (int j = 0; j < P; ++j) q[j].value = v[j];
+      return fit_least_squares(q, residuals, 0.1, 0).cost;
+    };
+    const double c0 = cost_at(outcome.values);
+    for (int j = 0; j < P; ++j) {
+      bool moves = false;
+      for (double f : {0.9, 1.1}) {
+        std::vector<double> w = outcome.values;
+        w[j] = std::clamp(w[j] * f, starts[0][j].lo, starts[0][j].hi);
+        moves = moves || std::fabs(cost_at(w) - c0) > 1e-9 * std::max(1.0, c0);
+      }
+      if (!moves) {
+        outcome.values[j] = starts[0][j].value;
+        unidentified.insert(params[j].name);
+      }
+    }
     fit.iterations = outcome.iterations;
     net = apply(outcome.values);
   }
   for (const auto& row : fit.rows) fit.after.push_back(predict_time(net, row) / *row.time_or_derived() - 1.0);
   Calibration& c = fit.calibration;
   c.instance = inst.name;
+  if (from_priors) {  // every term, so that none falls back on the catalog's value
+    c.inter_latency_s = net.inter_latency_s;
+    c.inter_fixed_latency_s = net.inter_fixed_latency_s;
+    c.inter_efficiency = net.inter_efficiency;
+    c.inter_efficiency_at_scale = net.inter_efficiency_at_scale;
+    c.intra_efficiency = net.intra_efficiency;
+    c.call_overhead_s = net.call_overhead_s;
+    c.nvls_efficiency = net.nvls_efficiency;
+    c.inter_ll128_efficiency = net.inter_ll128_efficiency;
+    c.inter_tree_efficiency = net.inter_tree_efficiency;
+    c.inter_ramp_min = net.inter_ramp_min;
+    c.inter_ramp_half_bytes = net.inter_ramp_half_bytes;
+    c.intra_ramp_min = net.intra_ramp_min;
+    c.intra_ramp_half_bytes = net.intra_ramp_half_bytes;
+  }
   for (const auto& p : params) {
+    if (unidentified.count(p.name)) continue;
     fit.fitted.push_back(p.name);
     if (p.name == "inter_latency_us") c.inter_latency_s = net.inter_latency_s;
     if (p.name == "inter_fixed_latency_us") c.inter_fixed_latency_s = net.inter_fixed_latency_s;
@@ -246,6 +369,10 @@ NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>&
     if (p.name == "intra_ramp_min") c.intra_ramp_min = net.intra_ramp_min;
     if (p.name == "intra_ramp_half_kib") c.intra_ramp_half_bytes = net.intra_ramp_half_bytes;
   }
+  for (const auto& t : opt.priors)
+    if (std::none_of(params.begin(), params.end(),
+                     [&](const Param& p) { return prior_term(p.name) == t && !unidentified.count(p.name); }))
+      fit.at_prior.push_back(t);
   return fit;
 }
 
@@ -264,11 +391,14 @@ std::vector<HeldOutComparison> compare_collectives_held_out(const std::vector<Nc
       for (const auto& [other, rs] : by_file)
         if (other != file) training.insert(training.end(), rs.begin(), rs.end());
       std::optional<Calibration> cal;
+      std::vector<std::string> at_prior;
       if (!training.empty()) {
         FitOptions fo;
         fo.include_two_node_allreduce = true;  // trees at two nodes are part of what the model predicts
+        fo.priors = map.terms_fitted_on(inst.network.fabric.name, file);  // not the held-out file's own terms
         NetworkFit fit = fit_network(inst, training, fo);
-        if (!fit.fitted.empty()) cal = fit.calibration;
+        if (!fit.fitted.empty() || !fo.priors.empty()) cal = fit.calibration;
+        at_prior = fit.at_prior;
       }
       for (const auto& c : compare_collectives(held, map, inst_name, cal ? &*cal : nullptr)) {
         HeldOutComparison h;
@@ -276,6 +406,7 @@ std::vector<HeldOutComparison> compare_collectives_held_out(const std::vector<Nc
         h.fabric = inst.network.fabric.name;
         h.held_out = cal.has_value();
         h.training_rows = training.size();
+        h.at_prior = at_prior;
         out.push_back(h);
       }
     }

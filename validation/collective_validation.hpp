@@ -2,7 +2,9 @@
 // Published nccl-tests rows vs the collective model: per row the predicted and published value, and
 // per source the median and 90th-percentile absolute error. Busbw is compared for sizes >= 1 MiB,
 // time for sizes <= 64 KiB (where latency dominates).
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,10 +25,15 @@ class ClusterMap {
   std::optional<std::string> instance_for(const NcclTestRow& row) const;
   // The first `not_modelled` variable the text sets (nccl_setting), or "".
   std::string unmodelled_setting(const std::string& text) const;
+  // The catalog terms of this fabric (inter-node) and the NVLink terms every instance shares (intra-node)
+  // that were fitted on the published file (`fitted_on` in the file; by file name), by fit_network's names:
+  // a held-out score of that file must not use them.
+  std::set<std::string> terms_fitted_on(const std::string& fabric, const std::string& file) const;
 
  private:
   std::vector<std::pair<std::string, std::string>> entries_;
   std::vector<std::string> not_modelled_;
+  std::map<std::string, std::map<std::string, std::set<std::string>>> fitted_on_;  // fabric or "intra" -> file -> terms
 };
 
 struct CollectiveComparison {
@@ -59,12 +66,17 @@ double predict_time(const NetworkParams& net, const NcclTestRow& row);
 struct NetworkFit {
   Calibration calibration;            // the fitted values
   std::vector<std::string> fitted;    // names of the parameters that the rows could determine
+  std::vector<std::string> at_prior;  // terms replaced by generic priors (FitOptions::priors) and not fitted
   std::vector<NcclTestRow> rows;      // rows used
   std::vector<double> before, after;  // relative time error per row, catalog defaults vs fitted
   int iterations = 0;
 };
 struct FitOptions {
   bool include_two_node_allreduce = false;  // NCCL uses tree there; off by default (see issue notes)
+  // Catalog terms (fit_network's names) to replace by generic priors before the fit, so that the ones the
+  // rows cannot fit keep the priors: for a held-out score of a file those terms were fitted on. The fit
+  // then also starts only from guesses that owe nothing to the catalog.
+  std::set<std::string> priors;
 };
 NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>& rows, const FitOptions& opt = {});
 
@@ -77,6 +89,7 @@ struct HeldOutComparison {
   std::string fabric;
   bool held_out = false;        // the terms that scored it came from other sources only
   size_t training_rows = 0;
+  std::vector<std::string> at_prior;  // catalog terms fitted on this file that the others could not fit: generic priors
 };
 std::vector<HeldOutComparison> compare_collectives_held_out(const std::vector<NcclTestRow>& rows, const ClusterMap& map);
 
