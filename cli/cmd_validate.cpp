@@ -362,7 +362,7 @@ Runner add_validate(CLI::App& app) {
       // Per fabric and node-count band: median |error| and mean signed error, held-out rows only.
       // Beside it, how far the sources disagree where several measured the same point (the floor of
       // any fabric-level model's held-out error).
-      struct Acc { std::vector<double> err, disagree; std::set<std::string> sources; size_t in_sample = 0; };
+      struct Acc { std::vector<double> err, disagree; std::set<std::string> sources; size_t in_sample = 0, at_prior = 0; };
       std::map<std::pair<std::string, std::string>, Acc> acc;
       // The same per source file (multi-node rows): which source a band's error comes from.
       struct SourceAcc { std::vector<double> err; std::set<int> nodes; std::set<std::string> at_prior; };
@@ -380,6 +380,7 @@ Runner add_validate(CLI::App& app) {
         }
         a.err.push_back(h.c.error());
         a.sources.insert(h.c.row.file);
+        if (!h.at_prior.empty()) ++a.at_prior;
         if (h.c.row.nodes >= 2) {
           SourceAcc& s = by_source[{h.fabric, h.c.row.file}];
           s.err.push_back(h.c.error());
@@ -393,8 +394,8 @@ Runner add_validate(CLI::App& app) {
                          {"source_deviation", std::isnan(deviation[i]) ? nlohmann::json() : nlohmann::json(deviation[i])}});
       }
       std::string text = fmt::format("Leave one source out: each file scored with network terms fitted on the other files of its "
-                                     "instance\n{:<18}{:<11}{:>6}{:>9}{:>12}{:>12}{:>10}  {:<22}{}\n", "fabric", "nodes", "rows",
-                                     "sources", "median |e|", "mean error", "p90 |e|", "sources disagree",
+                                     "instance\n{:<18}{:<11}{:>6}{:>9}{:>12}{:>12}{:>10}{:>10}  {:<22}{}\n", "fabric", "nodes", "rows",
+                                     "sources", "median |e|", "mean error", "p90 |e|", "at prior", "sources disagree",
                                      "not held out (no other source)");
       nlohmann::json jsum = nlohmann::json::array();
       for (const auto& [key, a] : acc) {
@@ -404,12 +405,13 @@ Runner add_validate(CLI::App& app) {
         mean = a.err.empty() ? 0 : mean / double(a.err.size());
         const auto d = summarize_errors(a.disagree);
         const std::string disagree = a.disagree.empty() ? "-" : fmt::format("{:.1f}% ({} rows)", 100 * d.median_abs, a.disagree.size());
-        text += fmt::format("{:<18}{:<11}{:>6}{:>9}{:>11.1f}%{:>+11.1f}%{:>9.1f}%  {:<22}{}\n", key.first, key.second, a.err.size(),
-                            a.sources.size(), 100 * s.median_abs, 100 * mean, 100 * s.p90_abs, disagree,
+        text += fmt::format("{:<18}{:<11}{:>6}{:>9}{:>11.1f}%{:>+11.1f}%{:>9.1f}%{:>10}  {:<22}{}\n", key.first, key.second, a.err.size(),
+                            a.sources.size(), 100 * s.median_abs, 100 * mean, 100 * s.p90_abs, a.at_prior, disagree,
                             a.in_sample ? fmt::format("{} rows", a.in_sample) : "");
         jsum.push_back({{"fabric", key.first}, {"nodes", key.second}, {"rows", a.err.size()}, {"sources", a.sources.size()},
                         {"median_abs_error", s.median_abs}, {"mean_error", mean}, {"p90_abs_error", s.p90_abs},
                         {"rows_not_held_out", a.in_sample},
+                        {"rows_at_prior", a.at_prior},
                         {"source_disagreement_median_abs", a.disagree.empty() ? nlohmann::json() : nlohmann::json(d.median_abs)},
                         {"source_disagreement_rows", a.disagree.size()}});
       }
