@@ -312,7 +312,7 @@ NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>&
       if (k == 0 || o.cost < outcome.cost) outcome = o;
     }
     // A term the rows do not move (its rows are bound by another tier, say) ends wherever its start put
-    // it; it goes back to the catalog's value (or the prior) and does not count as fitted.
+    // it; it goes back to the catalog's value (or the prior; "off" for a ramp) and does not count as fitted.
     auto cost_at = [&](const std::vector<double>& v) {
       std::vector<FitParameter> q = starts[0];
       for (int j = 0; j < P; ++j) q[j].value = v[j];
@@ -327,7 +327,8 @@ NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>&
         moves = moves || std::fabs(cost_at(w) - c0) > 1e-9 * std::max(1.0, c0);
       }
       if (!moves) {
-        outcome.values[j] = starts[0][j].value;
+        NetworkParams b = base;
+        outcome.values[j] = params[j].ref(b) - params[j].offset;
         unidentified.insert(params[j].name);
       }
     }
