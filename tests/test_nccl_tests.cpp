@@ -406,6 +406,10 @@ TEST_CASE("a fit from priors owes nothing to the catalog's values of those terms
   CHECK(std::find(d.at_prior.begin(), d.at_prior.end(), "inter_efficiency") != d.at_prior.end());
   REQUIRE(d.calibration.inter_efficiency.has_value());
   CHECK(*d.calibration.inter_efficiency == rel_approx(0.9));
+  // The ramp, unmoved too, is at its prior: none (not the mid-size guess the fit started it from).
+  CHECK(std::find(d.at_prior.begin(), d.at_prior.end(), "inter_ramp") != d.at_prior.end());
+  REQUIRE(d.calibration.inter_ramp_min.has_value());
+  CHECK(*d.calibration.inter_ramp_min == rel_approx(1.0));
   CHECK(std::find(d.fitted.begin(), d.fitted.end(), "inter_latency_us") != d.fitted.end());  // small 2-node rows move it
 }
 
