@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <map>
 
 #include "helpers.hpp"
@@ -421,6 +422,17 @@ TEST_CASE("the fitted_on list of validation data: a file's terms by fabric, chec
   CHECK(m.terms_fitted_on("efa-v2", "crazyguitar_aws_gpu_communication_benchmark_p5_efa.csv").count("inter_efficiency_at_scale") == 0);
   CHECK(m.terms_fitted_on("efa-v2", "aws_awsome_distributed_training_aws_batch_p5_1node.csv").count("intra_ramp"));  // NVLink terms
   CHECK(m.terms_fitted_on("infiniband-ndr", "unknown.csv").empty());
+  // Every fabric whose catalog terms `micsim calibrate` fitted names the files, and every file named exists:
+  // a fabric refitted without its fitted_on entry would let held-out scores use terms fitted on themselves.
+  const std::string data = std::string(MICSIM_SOURCE_DIR) + "/validation/data/nccl-tests/";
+  for (const auto& name : HardwareCatalog::builtin().fabric_names()) {
+    const FabricSpec& f = *HardwareCatalog::builtin().find_fabric(name);
+    INFO("fabric " << name << ": " << f.source);
+    if (f.source.find("calibrate") != std::string::npos) CHECK_FALSE(m.files_fitted_on(name).empty());
+    for (const auto& file : m.files_fitted_on(name)) CHECK(std::filesystem::is_regular_file(data + file));
+  }
+  REQUIRE_FALSE(m.files_fitted_on("intra").empty());
+  for (const auto& file : m.files_fitted_on("intra")) CHECK(std::filesystem::is_regular_file(data + file));
   // Bad input: an unknown fabric or term is an error that names it.
   auto load_bad = [](const std::string& body) {
     try {

@@ -70,6 +70,14 @@ std::set<std::string> ClusterMap::terms_fitted_on(const std::string& fabric, con
   return out;
 }
 
+std::vector<std::string> ClusterMap::files_fitted_on(const std::string& group) const {
+  std::vector<std::string> out;
+  auto g = fitted_on_.find(group);
+  if (g != fitted_on_.end())
+    for (const auto& [file, terms] : g->second) out.push_back(file);
+  return out;
+}
+
 std::optional<std::string> ClusterMap::instance_for(const NcclTestRow& row) const {
   if (!unmodelled_setting(row.source).empty() || !unmodelled_setting(row.environment).empty()) return std::nullopt;
   return instance_for(row.cluster);

@@ -29,6 +29,8 @@ class ClusterMap {
   // that were fitted on the published file (`fitted_on` in the file; by file name), by fit_network's names:
   // a held-out score of that file must not use them.
   std::set<std::string> terms_fitted_on(const std::string& fabric, const std::string& file) const;
+  // The files `fitted_on` lists for a fabric (or "intra").
+  std::vector<std::string> files_fitted_on(const std::string& group) const;
 
  private:
   std::vector<std::pair<std::string, std::string>> entries_;
