@@ -208,8 +208,11 @@ Runner add_calibrate(CLI::App& app) {
                        "no rows to fit for " + inst.name +
                            ": need single-node rows, all_gather/reduce_scatter rows, or all_reduce rows of 4+ nodes "
                            "(--include-two-node-allreduce adds 2-node all_reduce rows)");
-    log << fmt::format("calibrating {} on {} rows ({} iterations); fitted: {}\n\n", inst.name, fit.rows.size(),
+    log << fmt::format("calibrating {} on {} rows ({} iterations); fitted: {}\n", inst.name, fit.rows.size(),
                              fit.iterations, join_choices(fit.fitted));
+    if (!fit.unmoved.empty())  // e.g. a 2-node all_reduce bound by NVLink says nothing of the network's rate
+      log << fmt::format("no row moves {}: kept at the catalog's value, not written\n", join_choices(fit.unmoved));
+    log << "\n";
     log << fmt::format("{:<15}{:>6}{:>6}{:>13}{:>13}{:>13}{:>13}  {}\n", "op", "ranks", "nodes", "bytes",
                              "measured", "error before", "error after", "file:line");
     for (size_t i = 0; i < fit.rows.size(); ++i) {

@@ -412,6 +412,15 @@ TEST_CASE("a fit from priors owes nothing to the catalog's values of those terms
   REQUIRE(d.calibration.inter_ramp_min.has_value());
   CHECK(*d.calibration.inter_ramp_min == rel_approx(1.0));
   CHECK(std::find(d.fitted.begin(), d.fitted.end(), "inter_latency_us") != d.fitted.end());  // small 2-node rows move it
+  CHECK(std::find(d.unmoved.begin(), d.unmoved.end(), "inter_efficiency") != d.unmoved.end());
+  // calibrate says which terms its rows could not move, and does not write them.
+  const std::string dir = std::string(MICSIM_SOURCE_DIR) + "/validation/data/nccl-tests/";
+  const std::string out = micsim::test::temp_path("p5-1-2-nodes.yaml");
+  auto r = run_cli("calibrate --instance p5.48xlarge --include-two-node-allreduce --nccl-tests " + dir +
+                   "aws_awsome_distributed_training_nccl_tests_readme.csv " + dir + "aws_awsome_distributed_training_aws_batch_p5_1node.csv --out " + out);
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("no row moves inter_efficiency") != std::string::npos);
+  CHECK_FALSE(load_calibration(out).inter_efficiency.has_value());
 }
 
 TEST_CASE("the fitted_on list of validation data: a file's terms by fabric, checked on load") {

@@ -361,6 +361,7 @@ NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>&
     c.intra_ramp_min = net.intra_ramp_min;
     c.intra_ramp_half_bytes = net.intra_ramp_half_bytes;
   }
+  fit.unmoved.assign(unidentified.begin(), unidentified.end());
   for (const auto& p : params) {
     if (unidentified.count(p.name)) continue;
     fit.fitted.push_back(p.name);

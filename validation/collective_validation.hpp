@@ -69,6 +69,7 @@ struct NetworkFit {
   Calibration calibration;            // the fitted values
   std::vector<std::string> fitted;    // names of the parameters that the rows could determine
   std::vector<std::string> at_prior;  // terms replaced by generic priors (FitOptions::priors) and not fitted
+  std::vector<std::string> unmoved;   // parameters some rows were taken to inform, but none moved: kept, not fitted
   std::vector<NcclTestRow> rows;      // rows used
   std::vector<double> before, after;  // relative time error per row, catalog defaults vs fitted
   int iterations = 0;
