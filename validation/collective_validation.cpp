@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
+#include <iterator>
+#include <limits>
+#include <stdexcept>
 #include <tuple>
 
 #include "models/collective/nccl_constants.hpp"
@@ -17,9 +19,66 @@
 
 namespace micsim {
 
-static const std::set<std::string> kPriorTerms = {
-    "inter_latency_us", "inter_fixed_latency_us", "inter_efficiency", "inter_efficiency_at_scale", "inter_ramp",
-    "inter_ll128_efficiency", "inter_tree_efficiency", "intra_efficiency", "intra_ramp", "call_overhead_us", "nvls_efficiency"};
+namespace {
+
+// Every network term fit_network can fit, in one table: where it lives in NetworkParams and in a calibration
+// file, its bounds, the fitted_on term it belongs to (a ramp's two parameters share one), the generic prior a
+// held-out fit puts in place of a catalog value fitted on the scored file (something no file determined),
+// and three start values that owe nothing to the catalog (a middle, a low and a high guess). The fit runs
+// over positive values (log space): a term that may be negative is fitted as value - offset (its lower bound).
+struct Param {
+  const char* name;   // as `micsim calibrate` reports it
+  const char* term;   // as fitted_on names it
+  double NetworkParams::*net;
+  std::optional<double> Calibration::*cal;
+  double lo, hi, offset;
+  double prior;       // NaN: NCCL's own value (NVLS efficiency, by GPU)
+  double starts[3];
+};
+
+constexpr double KiB = 1024, MiB = 1024 * KiB, kNcclOwn = std::numeric_limits<double>::quiet_NaN();
+const Param kParams[] = {
+    {"inter_latency_us", "inter_latency_us", &NetworkParams::inter_latency_s, &Calibration::inter_latency_s,
+     kMinInterLatencyS, 1e-2, kMinInterLatencyS - 1e-7, 5e-6 /* an InfiniBand-like hop */, {5e-6, 1e-6, 20e-6}},
+    {"inter_fixed_latency_us", "inter_fixed_latency_us", &NetworkParams::inter_fixed_latency_s, &Calibration::inter_fixed_latency_s,
+     1e-8, 1e-3, 0, 0, {2e-6, 0.5e-6, 10e-6}},
+    {"inter_efficiency", "inter_efficiency", &NetworkParams::inter_efficiency, &Calibration::inter_efficiency, 0.05, 1.0, 0, 0.9, {0.9, 0.6, 0.97}},
+    {"inter_ramp_min", "inter_ramp", &NetworkParams::inter_ramp_min, &Calibration::inter_ramp_min, 0.05, 1.0, 0, 1.0 /* no ramp */, {0.5, 0.2, 0.8}},
+    {"inter_ramp_half_kib", "inter_ramp", &NetworkParams::inter_ramp_half_bytes, &Calibration::inter_ramp_half_bytes, 1.0, 1e10, 0, 0,
+     {MiB, 256 * KiB, 4 * MiB}},
+    {"inter_efficiency_at_scale", "inter_efficiency_at_scale", &NetworkParams::inter_efficiency_at_scale, &Calibration::inter_efficiency_at_scale,
+     0.05, 1.0, 0, 0.9, {0.9, 0.6, 0.97}},
+    {"inter_ll128_efficiency", "inter_ll128_efficiency", &NetworkParams::inter_ll128_efficiency, &Calibration::inter_ll128_efficiency,
+     0.05, 1.5, 0, 1.0 /* NCCL's own rate */, {1.0, 0.7, 1.0}},
+    {"inter_tree_efficiency", "inter_tree_efficiency", &NetworkParams::inter_tree_efficiency, &Calibration::inter_tree_efficiency,
+     0.05, 1.5, 0, 1.0, {1.0, 0.7, 1.0}},
+    {"intra_efficiency", "intra_efficiency", &NetworkParams::intra_efficiency, &Calibration::intra_efficiency, 0.05, 1.25, 0, 0.98, {0.98, 0.8, 1.0}},
+    {"intra_ramp_min", "intra_ramp", &NetworkParams::intra_ramp_min, &Calibration::intra_ramp_min, 0.05, 1.0, 0, 1.0, {0.5, 0.2, 0.8}},
+    {"intra_ramp_half_kib", "intra_ramp", &NetworkParams::intra_ramp_half_bytes, &Calibration::intra_ramp_half_bytes, 1.0, 1e10, 0, 0,
+     {MiB, 256 * KiB, 4 * MiB}},
+    {"call_overhead_us", "call_overhead_us", &NetworkParams::call_overhead_s, &Calibration::call_overhead_s, 1e-8, 1e-3, 0, 0, {2e-6, 0.5e-6, 10e-6}},
+    {"nvls_efficiency", "nvls_efficiency", &NetworkParams::nvls_efficiency, &Calibration::nvls_efficiency, 0.05, 2.0, 0, kNcclOwn, {0.73, 0.5, 0.9}},
+};
+
+const Param& param(const std::string& name) {
+  for (const auto& p : kParams)
+    if (name == p.name) return p;
+  throw std::logic_error("no network parameter " + name);
+}
+
+bool is_prior_term(const std::string& term) {
+  return std::any_of(std::begin(kParams), std::end(kParams), [&](const Param& p) { return term == p.term; });
+}
+
+void set_prior(NetworkParams& n, const std::string& term) {
+  for (const auto& p : kParams)
+    if (term == p.term) {
+      if (!std::isnan(p.prior)) n.*p.net = p.prior;
+      else if (nccl::nvls_efficiency(n.arch) > 0) n.*p.net = nccl::nvls_efficiency(n.arch);
+    }
+}
+
+}  // namespace
 
 ClusterMap ClusterMap::load(const std::string& path) {
   YamlNode root = YamlNode::load_file(path);
@@ -31,7 +90,7 @@ ClusterMap ClusterMap::load(const std::string& path) {
       for (const auto& file : f->at(group).keys())
         for (const auto& term : f->at(group).at(file).items()) {
           const std::string t = term.as_string();
-          if (!kPriorTerms.count(t)) term.fail("unknown term '" + t + "' (one of fit_network's terms)");
+          if (!is_prior_term(t)) term.fail("unknown term '" + t + "' (one of fit_network's terms)");
           m.fitted_on_[group][file].insert(t);
         }
     }
@@ -157,56 +216,6 @@ std::vector<CollectiveComparison> compare_collectives(const std::vector<NcclTest
   return out;
 }
 
-namespace {
-
-// A fitted term. The fit runs over positive values (log space): a term that may be negative is fitted as
-// value - offset (offset = its lower bound), and lo/hi bound the term itself.
-struct Param {
-  std::string name;
-  std::function<double&(NetworkParams&)> ref;
-  double lo, hi;
-  double offset = 0;
-};
-
-// Start values that owe nothing to the catalog (a middle, a low and a high guess of each term), so that a
-// fit can be started where no catalog value fitted on the same files leads it (leave one source out).
-std::vector<double> neutral_starts(const std::string& name) {
-  if (name == "inter_latency_us") return {5e-6, 1e-6, 20e-6};
-  if (name == "inter_fixed_latency_us" || name == "call_overhead_us") return {2e-6, 0.5e-6, 10e-6};
-  if (name.find("ramp_half") != std::string::npos) return {1024.0 * 1024, 256.0 * 1024, 4096.0 * 1024};
-  if (name.find("ramp_min") != std::string::npos) return {0.5, 0.2, 0.8};
-  if (name == "intra_efficiency") return {0.98, 0.8, 1.0};
-  if (name == "nvls_efficiency") return {0.73, 0.5, 0.9};
-  if (name == "inter_ll128_efficiency" || name == "inter_tree_efficiency") return {1.0, 0.7, 1.0};
-  return {0.9, 0.6, 0.97};  // inter_efficiency, inter_efficiency_at_scale
-}
-
-// Generic priors for the terms fit_network can fit, in place of the catalog's values. The catalog's are
-// fitted on published files, perhaps on the very file a held-out score is for; a term the other files
-// cannot inform must then fall back on something no file determined.
-void set_prior(NetworkParams& n, const std::string& term) {
-  if (term == "inter_latency_us") n.inter_latency_s = 5e-6;  // an InfiniBand-like hop
-  if (term == "inter_fixed_latency_us") n.inter_fixed_latency_s = 0;
-  if (term == "inter_efficiency") n.inter_efficiency = 0.9;
-  if (term == "inter_efficiency_at_scale") n.inter_efficiency_at_scale = 0.9;
-  if (term == "inter_ramp") n.inter_ramp_min = 1.0, n.inter_ramp_half_bytes = 0;  // no ramp
-  if (term == "inter_ll128_efficiency") n.inter_ll128_efficiency = 1.0;            // NCCL's own rates
-  if (term == "inter_tree_efficiency") n.inter_tree_efficiency = 1.0;
-  if (term == "intra_efficiency") n.intra_efficiency = 0.98;
-  if (term == "intra_ramp") n.intra_ramp_min = 1.0, n.intra_ramp_half_bytes = 0;
-  if (term == "call_overhead_us") n.call_overhead_s = 0;
-  if (term == "nvls_efficiency" && nccl::nvls_efficiency(n.arch) > 0) n.nvls_efficiency = nccl::nvls_efficiency(n.arch);
-}
-
-// The fit parameter (Param::name) a prior term covers: the ramps' two parameters share one term.
-std::string prior_term(const std::string& param) {
-  if (param == "inter_ramp_min" || param == "inter_ramp_half_kib") return "inter_ramp";
-  if (param == "intra_ramp_min" || param == "intra_ramp_half_kib") return "intra_ramp";
-  return param;
-}
-
-}  // namespace
-
 NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>& all_rows, const FitOptions& opt) {
   NetworkFit fit;
   const NetworkParams base = [&] {
@@ -228,25 +237,24 @@ NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>&
       if (pred(r)) return true;
     return false;
   };
-  const double KiB = 1024, MiB = 1024 * KiB;
-  std::vector<Param> params;
+  std::vector<const Param*> params;
   if (any([&](const NcclTestRow& r) { return r.nodes > 1 && r.bytes <= 64 * KiB; }))
-    params.push_back({"inter_latency_us", [](NetworkParams& n) -> double& { return n.inter_latency_s; }, kMinInterLatencyS, 1e-2, kMinInterLatencyS - 1e-7});
+    params.push_back(&param("inter_latency_us"));
   // The per-collective crossing cost is told apart from the per-hop one only by small messages at two
   // node counts (hops grow with the nodes, the crossing does not); with one count they trade off freely.
   std::set<int> small_counts;
   for (const auto& r : fit.rows)
     if (r.nodes > 1 && r.bytes <= 64 * KiB) small_counts.insert(r.nodes);
   if (small_counts.size() >= 2)
-    params.push_back({"inter_fixed_latency_us", [](NetworkParams& n) -> double& { return n.inter_fixed_latency_s; }, 1e-8, 1e-3});
+    params.push_back(&param("inter_fixed_latency_us"));
   if (any([&](const NcclTestRow& r) { return r.nodes > 1 && r.bytes >= 64 * MiB; }))
-    params.push_back({"inter_efficiency", [](NetworkParams& n) -> double& { return n.inter_efficiency; }, 0.05, 1.0});
+    params.push_back(&param("inter_efficiency"));
   if (any([&](const NcclTestRow& r) { return r.nodes > 1 && r.bytes >= MiB && r.bytes <= 256 * MiB; })) {
-    params.push_back({"inter_ramp_min", [](NetworkParams& n) -> double& { return n.inter_ramp_min; }, 0.05, 1.0});
-    params.push_back({"inter_ramp_half_kib", [](NetworkParams& n) -> double& { return n.inter_ramp_half_bytes; }, 1.0, 1e10});
+    params.push_back(&param("inter_ramp_min"));
+    params.push_back(&param("inter_ramp_half_kib"));
   }
   if (any([&](const NcclTestRow& r) { return r.nodes >= 4 && r.bytes >= 64 * MiB; }))
-    params.push_back({"inter_efficiency_at_scale", [](NetworkParams& n) -> double& { return n.inter_efficiency_at_scale; }, 0.05, 1.0});
+    params.push_back(&param("inter_efficiency_at_scale"));
   // Terms of the algorithms a tuner plugin forces at >= 3 nodes: fitted only where such rows exist.
   auto tuned = [&](const NcclTestRow& r, auto pred) {
     if (!base.tuner || r.bytes < 64 * MiB) return false;
@@ -260,21 +268,21 @@ NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>&
            CollectiveModel(base).estimate(r.op, r.bytes, GroupLayout::make(r.ranks, r.nodes), r.forced).protocol == Protocol::LL128;
   };
   if (any(runs_ll128))
-    params.push_back({"inter_ll128_efficiency", [](NetworkParams& n) -> double& { return n.inter_ll128_efficiency; }, 0.05, 1.5});
+    params.push_back(&param("inter_ll128_efficiency"));
   if (any([&](const NcclTestRow& r) {
         return tuned(r, [](const TunerRegion& t) { return t.algorithm != NcclAlgorithm::Ring && t.protocol == Protocol::Simple; });
       }))
-    params.push_back({"inter_tree_efficiency", [](NetworkParams& n) -> double& { return n.inter_tree_efficiency; }, 0.05, 1.5});
+    params.push_back(&param("inter_tree_efficiency"));
   if (any([&](const NcclTestRow& r) { return r.nodes == 1 && r.bytes >= 64 * MiB; }))
-    params.push_back({"intra_efficiency", [](NetworkParams& n) -> double& { return n.intra_efficiency; }, 0.05, 1.25});
+    params.push_back(&param("intra_efficiency"));
   if (any([&](const NcclTestRow& r) { return r.nodes == 1 && r.bytes >= MiB && r.bytes <= 256 * MiB; })) {
-    params.push_back({"intra_ramp_min", [](NetworkParams& n) -> double& { return n.intra_ramp_min; }, 0.05, 1.0});
-    params.push_back({"intra_ramp_half_kib", [](NetworkParams& n) -> double& { return n.intra_ramp_half_bytes; }, 1.0, 1e10});
+    params.push_back(&param("intra_ramp_min"));
+    params.push_back(&param("intra_ramp_half_kib"));
   }
   if (any([&](const NcclTestRow& r) { return r.nodes == 1 && r.bytes <= 64 * KiB; }))
-    params.push_back({"call_overhead_us", [](NetworkParams& n) -> double& { return n.call_overhead_s; }, 1e-8, 1e-3});
+    params.push_back(&param("call_overhead_us"));
   if (base.nvls && any([&](const NcclTestRow& r) { return r.nodes == 1 && r.op == CollectiveOp::AllReduce && r.bytes >= 64 * MiB; }))
-    params.push_back({"nvls_efficiency", [](NetworkParams& n) -> double& { return n.nvls_efficiency; }, 0.05, 2.0});
+    params.push_back(&param("nvls_efficiency"));
   const int P = int(params.size()), R = int(fit.rows.size());
   NetworkParams net = base;
   for (const auto& row : fit.rows) fit.before.push_back(predict_time(base, row) / *row.time_or_derived() - 1.0);
@@ -282,7 +290,7 @@ NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>&
   if (P > 0 && R >= P) {
     auto apply = [&](const std::vector<double>& v) {
       NetworkParams n = base;
-      for (int j = 0; j < P; ++j) params[j].ref(n) = v[j] + params[j].offset;
+      for (int j = 0; j < P; ++j) n.*params[j]->net = v[j] + params[j]->offset;
       return n;
     };
     // Residual = log(predicted / measured) time; Huber (delta 0.1) so that rows from another software
@@ -293,26 +301,18 @@ NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>&
       for (int i = 0; i < R; ++i) r[i] = std::log(predict_time(n, fit.rows[i]) / *fit.rows[i].time_or_derived());
       return r;
     };
-    auto bounded = [&](const Param& p, double v) {
-      if (v <= p.lo) v = p.lo > 0 ? p.lo : 1e-7;
-      return FitParameter{p.name, std::min(v, p.hi) - p.offset, std::max(p.lo - p.offset, 1e-9), p.hi - p.offset};
+    auto bounded = [&](const Param* p, double v) {
+      return FitParameter{p->name, std::clamp(v, p->lo, p->hi) - p->offset, std::max(p->lo - p->offset, 1e-9), p->hi - p->offset};
     };
     // The fit is not convex (ramps, protocol picks), so it runs from several starts and keeps the lowest
     // cost on its own rows (the first on a tie): the catalog's values (with the priors put in their place,
     // if any), then three guesses that owe nothing to the catalog.
-    std::vector<std::vector<FitParameter>> starts(1);
-    for (auto& p : params) {
-      double v = p.ref(net);
-      // Start values for terms that are off by default.
-      if (p.name.find("ramp_half") != std::string::npos && v <= 0) v = 1 << 20;
-      if (p.name.find("ramp_min") != std::string::npos && v >= 1.0) v = 0.5;
-      if ((p.name == "call_overhead_us" || p.name == "inter_fixed_latency_us") && v <= 0) v = 2e-6;
-      starts[0].push_back(bounded(p, v));
-    }
-    for (int k = 0; k < 3; ++k) {
-      std::vector<FitParameter> fp;
-      for (auto& p : params) fp.push_back(bounded(p, neutral_starts(p.name)[k]));
-      starts.push_back(fp);
+    std::vector<std::vector<FitParameter>> starts(4);
+    for (const Param* p : params) {
+      const double v = base.*p->net;
+      // A term that is off (a ramp at 1 or 0 KiB, no overhead: on or past a bound) starts from the middle guess.
+      starts[0].push_back(bounded(p, v <= p->lo || v >= p->hi ? p->starts[0] : v));
+      for (int k = 0; k < 3; ++k) starts[k + 1].push_back(bounded(p, p->starts[k]));
     }
     FitOutcome outcome;
     for (size_t k = 0; k < starts.size(); ++k) {
@@ -335,9 +335,8 @@ NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>&
         moves = moves || std::fabs(cost_at(w) - c0) > 1e-9 * std::max(1.0, c0);
       }
       if (!moves) {
-        NetworkParams b = base;
-        outcome.values[j] = params[j].ref(b) - params[j].offset;
-        unidentified.insert(params[j].name);
+        outcome.values[j] = base.*params[j]->net - params[j]->offset;
+        unidentified.insert(params[j]->name);
       }
     }
     fit.iterations = outcome.iterations;
@@ -346,42 +345,17 @@ NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>&
   for (const auto& row : fit.rows) fit.after.push_back(predict_time(net, row) / *row.time_or_derived() - 1.0);
   Calibration& c = fit.calibration;
   c.instance = inst.name;
-  if (from_priors) {  // every term, so that none falls back on the catalog's value
-    c.inter_latency_s = net.inter_latency_s;
-    c.inter_fixed_latency_s = net.inter_fixed_latency_s;
-    c.inter_efficiency = net.inter_efficiency;
-    c.inter_efficiency_at_scale = net.inter_efficiency_at_scale;
-    c.intra_efficiency = net.intra_efficiency;
-    c.call_overhead_s = net.call_overhead_s;
-    c.nvls_efficiency = net.nvls_efficiency;
-    c.inter_ll128_efficiency = net.inter_ll128_efficiency;
-    c.inter_tree_efficiency = net.inter_tree_efficiency;
-    c.inter_ramp_min = net.inter_ramp_min;
-    c.inter_ramp_half_bytes = net.inter_ramp_half_bytes;
-    c.intra_ramp_min = net.intra_ramp_min;
-    c.intra_ramp_half_bytes = net.intra_ramp_half_bytes;
-  }
+  // Held out (priors), every term is written, so that none falls back on the catalog's value; otherwise
+  // only those the rows moved.
   fit.unmoved.assign(unidentified.begin(), unidentified.end());
-  for (const auto& p : params) {
-    if (unidentified.count(p.name)) continue;
-    fit.fitted.push_back(p.name);
-    if (p.name == "inter_latency_us") c.inter_latency_s = net.inter_latency_s;
-    if (p.name == "inter_fixed_latency_us") c.inter_fixed_latency_s = net.inter_fixed_latency_s;
-    if (p.name == "inter_efficiency") c.inter_efficiency = net.inter_efficiency;
-    if (p.name == "inter_efficiency_at_scale") c.inter_efficiency_at_scale = net.inter_efficiency_at_scale;
-    if (p.name == "intra_efficiency") c.intra_efficiency = net.intra_efficiency;
-    if (p.name == "call_overhead_us") c.call_overhead_s = net.call_overhead_s;
-    if (p.name == "nvls_efficiency") c.nvls_efficiency = net.nvls_efficiency;
-    if (p.name == "inter_ll128_efficiency") c.inter_ll128_efficiency = net.inter_ll128_efficiency;
-    if (p.name == "inter_tree_efficiency") c.inter_tree_efficiency = net.inter_tree_efficiency;
-    if (p.name == "inter_ramp_min") c.inter_ramp_min = net.inter_ramp_min;
-    if (p.name == "inter_ramp_half_kib") c.inter_ramp_half_bytes = net.inter_ramp_half_bytes;
-    if (p.name == "intra_ramp_min") c.intra_ramp_min = net.intra_ramp_min;
-    if (p.name == "intra_ramp_half_kib") c.intra_ramp_half_bytes = net.intra_ramp_half_bytes;
+  for (const Param& p : kParams) {
+    const bool in_fit = std::find(params.begin(), params.end(), &p) != params.end();
+    const bool moved = in_fit && !unidentified.count(p.name);
+    if (moved) fit.fitted.push_back(p.name);
+    if (moved || from_priors) c.*p.cal = net.*p.net;
   }
   for (const auto& t : opt.priors)
-    if (std::none_of(params.begin(), params.end(),
-                     [&](const Param& p) { return prior_term(p.name) == t && !unidentified.count(p.name); }))
+    if (std::none_of(params.begin(), params.end(), [&](const Param* p) { return t == p->term && !unidentified.count(p->name); }))
       fit.at_prior.push_back(t);
   return fit;
 }
