@@ -355,7 +355,7 @@ double predict_with_catalog_constants(const CorpusRow& row) {
   const ComputeCalibration cat = ComputeCalibration::defaults_for(sc.cluster.instance.gpu, sc.training.attention_kernel);
   CorpusConstants k;
   k.host_launch_s = cat.host_launch_s, k.memory_pressure_slowdown = cat.memory_pressure_slowdown, k.jitter_cv = cat.jitter_cv;
-  k.triton_attention_scale = cat.triton_attention_scale;
+  k.triton_attention_scale = cat.triton_attention_scale, k.interference = cat.interference;
   k.gemm_scale_volta = k.gemm_scale_ampere = k.gemm_scale_hopper = cat.gemm_scale;
   k.attention_scale_ampere = k.attention_scale_hopper = cat.attention_scale;
   return predict_corpus({row}, k, 1).front().predicted;

@@ -348,12 +348,13 @@ std::vector<CorpusRow> load_training_corpus(const std::string& dir) {
 const std::vector<std::string>& CorpusConstants::names() {
   static const std::vector<std::string> n = {"host_launch_us", "attention_scale_ampere", "memory_pressure_slowdown", "jitter_cv",
                                              "gemm_scale_volta", "gemm_scale_ampere", "gemm_scale_hopper", "triton_attention_scale",
-                                             "attention_scale_hopper", "straggler_stalls_per_gpu_hour", "straggler_stall_ms"};
+                                             "attention_scale_hopper", "straggler_stalls_per_gpu_hour", "straggler_stall_ms",
+                                             "interference"};
   return n;
 }
 std::vector<double> CorpusConstants::values() const {
   return {host_launch_s * 1e6, attention_scale_ampere, memory_pressure_slowdown, jitter_cv, gemm_scale_volta, gemm_scale_ampere, gemm_scale_hopper,
-          triton_attention_scale, attention_scale_hopper, straggler_stalls_per_gpu_hour, straggler_stall_ms};
+          triton_attention_scale, attention_scale_hopper, straggler_stalls_per_gpu_hour, straggler_stall_ms, interference};
 }
 CorpusConstants CorpusConstants::from(const std::vector<double>& v) {
   CorpusConstants k;
@@ -361,6 +362,7 @@ CorpusConstants CorpusConstants::from(const std::vector<double>& v) {
   k.gemm_scale_volta = v[4], k.gemm_scale_ampere = v[5], k.gemm_scale_hopper = v[6];
   k.triton_attention_scale = v[7], k.attention_scale_hopper = v[8];
   k.straggler_stalls_per_gpu_hour = v[9], k.straggler_stall_ms = v[10];
+  k.interference = v[11];
   return k;
 }
 
@@ -388,6 +390,7 @@ std::vector<CorpusPrediction> predict_corpus(const std::vector<CorpusRow>& rows,
       sc.calibration.straggler_rate_per_s = k.straggler_stalls_per_gpu_hour / 3600.0;
       sc.calibration.straggler_stall_s = k.straggler_stall_ms * 1e-3;
       sc.calibration.triton_attention_scale = k.triton_attention_scale;
+      sc.calibration.interference = k.interference;
       const GpuArch a = sc.cluster.instance.gpu.arch;
       sc.calibration.gemm_scale = a == GpuArch::Volta ? k.gemm_scale_volta : a >= GpuArch::Hopper ? k.gemm_scale_hopper : k.gemm_scale_ampere;
       sc.calibration.attention_scale = a >= GpuArch::Hopper ? k.attention_scale_hopper : k.attention_scale_ampere;
@@ -412,6 +415,7 @@ std::vector<CorpusPrediction> predict_corpus(const std::vector<CorpusRow>& rows,
 
 // The multiplicative scale constants (attention_scale_*, gemm_scale_*, triton_attention_scale): read
 // off their names, so a constant added to CorpusConstants gets the prior by being named a scale.
+constexpr int kInterferenceIndex = 11;  // CorpusConstants::names()
 static bool is_scale_constant(int index) { return CorpusConstants::names()[index].find("scale") != std::string::npos; }
 
 std::vector<std::pair<const CorpusPrediction*, const CorpusPrediction*>> scaling_series_ends(const std::vector<CorpusPrediction>& preds) {
@@ -434,6 +438,7 @@ CorpusConstants fit_corpus_constants(const std::vector<CorpusRow>& rows, const C
                                       {"jitter_cv", std::max(0.002, v0[3]), 1e-4, 0.5}};
   // A generation's sustained-GEMM constant is fitted only when the rows include that generation.
   std::vector<int> fitted = {1, 2, 3};
+  params.push_back({"interference", std::max(0.02, v0[kInterferenceIndex]), 0.0, 0.9}), fitted.push_back(kInterferenceIndex);
   bool has[3] = {false, false, false};
   for (const auto& r : rows)
     if (r.skip_reason.empty()) has[r.arch == GpuArch::Volta ? 0 : r.arch >= GpuArch::Hopper ? 2 : 1] = true;
@@ -479,8 +484,10 @@ CorpusConstants fit_corpus_constants(const std::vector<CorpusRow>& rows, const C
     // the rows determine; with a large source held out it keeps constants the remaining rows barely
     // constrain (A100 attention, set by a few 4k-token rows) from swinging to what compensates another
     // constant. sigma 0.2 = a factor within about +-20 % at one standard deviation.
-    for (size_t i = 0; i < fitted.size(); ++i)
+    for (size_t i = 0; i < fitted.size(); ++i) {
       if (is_scale_constant(fitted[i])) res.push_back(std::log(v[i]) / kScalePriorSigma);
+      if (fitted[i] == kInterferenceIndex) res.push_back((v[i] - kInterferencePrior) / kInterferencePriorSigma);
+    }
     return res;
   }, 0.1, 30);
   return expand(o.values);
