@@ -1,5 +1,6 @@
 #pragma once
-// The analytic engine: executes the task graph once, in creation order, with analytic costs.
+// The analytic engine: executes the task graph in creation order, with analytic costs (again, until
+// compute slowed by overlapping collectives settles: run_analytic).
 // A task starts when its stream is free and its dependencies are done; a collective's transfer then
 // takes its bottleneck tier's (NVLink's or the NICs') free time, so the bytes of collectives on the
 // same links add up in any placement order (two that run together share the tier fairly unless a
