@@ -13,9 +13,11 @@ using namespace micsim;
 
 namespace {
 
+std::vector<CorpusRow> corpus() { return load_training_corpus(std::string(MICSIM_SOURCE_DIR) + "/validation/data/training-corpus"); }
+
 std::vector<CorpusRow> corpus_without(const std::string& group) {
   std::vector<CorpusRow> out;
-  for (const auto& r : load_training_corpus(std::string(MICSIM_SOURCE_DIR) + "/validation/data/training-corpus"))
+  for (const auto& r : corpus())
     if (r.source_group != group) out.push_back(r);
   return out;
 }
@@ -31,7 +33,7 @@ TEST_CASE("interference: the corpus fit stays inside the published measurements 
   CHECK(without_ibm.interference > 0.16);
   CHECK(without_ibm.interference < 0.30);
   // On every row, the fit is what the compute defaults carry (to the digits written there).
-  const CorpusConstants all = fit_corpus_constants(corpus_without(""), CorpusConstants{}, 2);
+  const CorpusConstants all = fit_corpus_constants(corpus(), CorpusConstants{}, 2);
   CHECK(all.interference == rel_approx(ComputeCalibration{}.interference).epsilon(0.005));
   CHECK(all.jitter_cv == rel_approx(ComputeCalibration{}.jitter_cv).epsilon(0.005));
 }

@@ -13,6 +13,7 @@
 #include <exception>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "models/hardware/catalog.hpp"
@@ -415,8 +416,21 @@ std::vector<CorpusPrediction> predict_corpus(const std::vector<CorpusRow>& rows,
 
 // The multiplicative scale constants (attention_scale_*, gemm_scale_*, triton_attention_scale): read
 // off their names, so a constant added to CorpusConstants gets the prior by being named a scale.
-constexpr int kInterferenceIndex = 11;  // CorpusConstants::names()
 static bool is_scale_constant(int index) { return CorpusConstants::names()[index].find("scale") != std::string::npos; }
+
+static int constant_index(const std::string& name) {
+  const auto& n = CorpusConstants::names();
+  return int(std::find(n.begin(), n.end(), name) - n.begin());
+}
+
+// The prior residual of a fitted constant, where it has one: a weak prior centred on 1 for every
+// scale constant (a step runs its kernels as fast as their benchmarks do), and the published range
+// for interference (kInterferencePrior).
+static std::optional<double> prior_residual(int index, double v) {
+  if (is_scale_constant(index)) return std::log(v) / kScalePriorSigma;
+  if (index == constant_index("interference")) return (v - kInterferencePrior) / kInterferencePriorSigma;
+  return std::nullopt;
+}
 
 std::vector<std::pair<const CorpusPrediction*, const CorpusPrediction*>> scaling_series_ends(const std::vector<CorpusPrediction>& preds) {
   std::map<std::string, std::vector<const CorpusPrediction*>> by;
@@ -438,7 +452,8 @@ CorpusConstants fit_corpus_constants(const std::vector<CorpusRow>& rows, const C
                                       {"jitter_cv", std::max(0.002, v0[3]), 1e-4, 0.5}};
   // A generation's sustained-GEMM constant is fitted only when the rows include that generation.
   std::vector<int> fitted = {1, 2, 3};
-  params.push_back({"interference", std::max(0.02, v0[kInterferenceIndex]), 0.0, 0.9}), fitted.push_back(kInterferenceIndex);
+  const int interference = constant_index("interference");
+  params.push_back({"interference", std::max(0.02, v0[interference]), 0.0, 0.9}), fitted.push_back(interference);
   bool has[3] = {false, false, false};
   for (const auto& r : rows)
     if (r.skip_reason.empty()) has[r.arch == GpuArch::Volta ? 0 : r.arch >= GpuArch::Hopper ? 2 : 1] = true;
@@ -479,15 +494,13 @@ CorpusConstants fit_corpus_constants(const std::vector<CorpusRow>& rows, const C
     if (series_weight > 0)
       for (const auto& [lo, hi] : scaling_series_ends(preds))
         res.push_back(series_weight * (std::log(hi->predicted / lo->predicted) - std::log(hi->row->published / lo->row->published)));
-    // A weak prior on every scale constant, centred on 1 (a step runs its kernels as fast as their
-    // benchmarks do): log(scale) / sigma is one more residual each. With all rows it moves nothing that
-    // the rows determine; with a large source held out it keeps constants the remaining rows barely
+    // The priors (prior_residual), one more residual each. With all rows the scale prior moves nothing
+    // that the rows determine; with a large source held out it keeps constants the remaining rows barely
     // constrain (A100 attention, set by a few 4k-token rows) from swinging to what compensates another
-    // constant. sigma 0.2 = a factor within about +-20 % at one standard deviation.
-    for (size_t i = 0; i < fitted.size(); ++i) {
-      if (is_scale_constant(fitted[i])) res.push_back(std::log(v[i]) / kScalePriorSigma);
-      if (fitted[i] == kInterferenceIndex) res.push_back((v[i] - kInterferencePrior) / kInterferencePriorSigma);
-    }
+    // constant. sigma 0.2 = a factor within about +-20 % at one standard deviation. Interference, which
+    // the rows trade against jitter_cv, is held inside the published measurements the same way.
+    for (size_t i = 0; i < fitted.size(); ++i)
+      if (auto r = prior_residual(fitted[i], v[i])) res.push_back(*r);
     return res;
   }, 0.1, 30);
   return expand(o.values);

@@ -37,6 +37,13 @@ struct CorpusRow {
 // Loads every CSV of the corpus directory (and the MosaicML A100 table if present beside it).
 std::vector<CorpusRow> load_training_corpus(const std::string& dir);
 
+// The prior on `interference` (compute speed lost while a collective runs on the GPU): the published
+// measurements span 0.16 (Lee et al. 2025, arXiv 2507.03114: compute kernels 18.9 % slower on average
+// under overlap, A100/H100, 4 GPUs) to 0.30 (Echo, arXiv 2412.12487: 1.38-1.48x on H800 under
+// Megatron-LM); the prior is their middle with their spread as one standard deviation:
+// (interference - centre) / sigma is one more residual of the corpus fit.
+constexpr double kInterferencePrior = 0.23, kInterferencePriorSigma = 0.07;
+
 // Constants fitted on the corpus (the rest of the model comes from the catalog and the kernel data).
 struct CorpusConstants {
   double host_launch_s = 0;             // CPU time per kernel launch (launch-bound passes; not fitted)
@@ -47,7 +54,7 @@ struct CorpusConstants {
   double straggler_stalls_per_gpu_hour = 0, straggler_stall_ms = 0;  // rare long stalls (models/compute/stragglers.hpp); fit start
   double gemm_scale_volta = 1.0, gemm_scale_ampere = 1.0, gemm_scale_hopper = 1.0;  // sustained GEMMs per generation
   double triton_attention_scale = 1.0;  // FlashAttention in Triton against the paper's FA2 ratios
-  double interference = 0.23;           // compute speed lost while a collective runs (docs/model.md sec 2.5); fit start: the prior
+  double interference = kInterferencePrior;  // compute speed lost while a collective runs (docs/model.md sec 2.5); fit start
   static const std::vector<std::string>& names();
   std::vector<double> values() const;
   static CorpusConstants from(const std::vector<double>& v);
@@ -76,12 +83,6 @@ CorpusConstants fit_corpus_constants(const std::vector<CorpusRow>& rows, const C
 // The weak prior on every multiplicative scale constant fitted on training runs (the corpus fit and
 // `calibrate --runs`): log(scale / centre) / kScalePriorSigma is one more residual per constant.
 constexpr double kScalePriorSigma = 0.2;
-// The prior on `interference` (compute speed lost while a collective runs on the GPU): the published
-// measurements span 0.16 (Lee et al. 2025, arXiv 2507.03114: compute kernels 18.9 % slower on average
-// under overlap, A100/H100, 4 GPUs) to 0.30 (Echo, arXiv 2412.12487: 1.38-1.48x on H800 under
-// Megatron-LM); the prior is their middle with their spread as one standard deviation:
-// (interference - centre) / sigma is one more residual of the corpus fit.
-constexpr double kInterferencePrior = 0.23, kInterferencePriorSigma = 0.07;
 
 struct SourceScore {
   std::string group;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace micsim {
 
@@ -166,7 +167,7 @@ static StepTimeline run_pass(const TaskGraph& g, const OpCosts& costs, double co
   // Work owed on a tier (a locked collective's share given to a newcomer) is communication too, and the
   // step is not over before the tiers have moved every byte.
   summarize_timeline(g, t, owed);
-  if (comm_out) *comm_out = comm_busy;
+  if (comm_out) *comm_out = std::move(comm_busy);
   return t;
 }
 
@@ -187,7 +188,7 @@ StepTimeline run_analytic(const TaskGraph& g, const OpCosts& costs, double compu
   StepTimeline t = run_pass(g, costs, compute_factor, nullptr, &comm);
   if (costs.interference <= 0) return t;
   for (int pass = 1; pass < kMaxPasses; ++pass) {
-    const BusyIntervals previous = comm;
+    const BusyIntervals previous = std::move(comm);
     const double before = t.iteration_time_s;
     t = run_pass(g, costs, compute_factor, &previous, &comm);
     if (std::fabs(t.iteration_time_s - before) <= kSettled * std::max(before, 1e-12)) break;
