@@ -39,7 +39,8 @@ TEST_CASE("FSDP paper GPT-175B: TFLOPS per GPU 10-12 % under the paper's, all of
   // 2026-12-06 minGPT's eager attention is counted op by op in backward (docs/model.md sec 1.3): -10.1 %
   // and -8.6 %, without jitter +1.0 % and +3.0 % (the last at this bound). Since 2026-12-06 (interference
   // 0.15 -> 0.231 at its published prior, jitter 0.0463 -> 0.0392, docs/model.md sec 2.5): -10.7 % and -8.3 %,
-  // without jitter -1.6 % and +1.4 %.
+  // without jitter -1.6 % and +1.4 %. Since the refit with each corpus source's AdamW (jitter 0.0392 -> 0.0380,
+  // docs/model.md sec 8.2): -10.4 % and -8.0 %.
   auto rows = load_training_dataset(data("training-results.csv"));
   auto cmp = compare_training(rows);
   int fsdp = 0;

@@ -43,15 +43,18 @@ struct TorchtitanSource {
   const char* gpu;
   const char* gpu_assumption;  // printed with each row where the source does not name the part
   bool loss_compiled;
+  const char* optimizer;       // training.optimizer_implementation of that commit's default AdamW
   const char* family;          // summary group (memory rows; the tokens/s rows add their own)
 };
 constexpr TorchtitanSource kTorchtitanSources[] = {
-    // Grand Teton: 96 GB HBM2e at 2.4 TB/s, 500 W (the doc's platform section); torchtitan 9dec370.
-    {"tt24dec-", "H100-HBM2e-96GB", "", false, "tt24dec peak memory (FSDP2 + TP/PP/CP)"},
-    // Trainy on WhiteFiber, June 2025, torchtitan e7c0cae.
-    {"tt25-h200-", "H200-SXM-141GB", "", true, "tt25 H200 peak memory (FSDP2, compiled loss)"},
-    // torchao's float8 README, table of 2025-03: torchtitan main of early 2025.
-    {"torchao25-", "H100-SXM-80GB", "H100 SXM 80 GB (the variant is not stated)", false, "torchao float8 README peak memory (8 H100)"},
+    // Grand Teton: 96 GB HBM2e at 2.4 TB/s, 500 W (the doc's platform section); torchtitan 9dec370, whose
+    // AdamW runs foreach (torchtitan/optimizer.py L132-L138: foreach = not fused, --optimizer.fused off).
+    {"tt24dec-", "H100-HBM2e-96GB", "", false, "foreach", "tt24dec peak memory (FSDP2 + TP/PP/CP)"},
+    // Trainy on WhiteFiber, June 2025, torchtitan e7c0cae (optimizer.implementation "fused", the default
+    // since torchtitan #881 of 2025-02-24).
+    {"tt25-h200-", "H200-SXM-141GB", "", true, "fused", "tt25 H200 peak memory (FSDP2, compiled loss)"},
+    // torchao's float8 README, table of 2025-03: torchtitan main of early 2025 (fused, as above).
+    {"torchao25-", "H100-SXM-80GB", "H100 SXM 80 GB (the variant is not stated)", false, "fused", "torchao float8 README peak memory (8 H100)"},
 };
 const TorchtitanSource* torchtitan_source(const std::string& id) {
   for (const auto& s : kTorchtitanSources)
@@ -253,6 +256,7 @@ MegatronRow read_torchtitan_row(const CsvTable& t, const CsvRow& r, const Torcht
   tr["seq_len"] = int64_t(seq), tr["micro_batch"] = int64_t(mb), tr["global_batch"] = int64_t(gb);
   tr["precision"] = fp8 ? "fp8" : "bf16";
   tr["compile"] = compile;
+  tr["optimizer_implementation"] = src.optimizer;
   // torchtitan's loss_fn: F.cross_entropy(pred.flatten(0, 1).float(), ...), under DTensor loss_parallel
   // with tp > 1; compiled with the model where the source's torchtitan does that.
   tr["cross_entropy"] = src.loss_compiled && compile ? "compiled" : "torch";
