@@ -131,7 +131,7 @@ static PreparedSimulation prepare_stage(const Scenario& sc, const PrepareOptions
   // buffers): no such churn.
   if (!sc.parallelism.none() && !p.sharding.gathers_parameters) p.compute_slowdown = 1.0;
   p.costs = cost_operations(p.graph, p.workload, p.layout, compute, collectives, sc.training.flash_attention,
-                            sc.training.optimizer, p.compute_slowdown, sc.training.optimizer_implementation);
+                            sc.training.optimizer, p.compute_slowdown, optimizer_implementation_of(sc));
   p.sync_points = sync_points_per_step(p.graph);
   p.step_compute_s = step_compute_seconds(p.graph, p.costs);
   const FabricLayout fabric = fabric_layout(sc.cluster);
@@ -403,10 +403,10 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
     r.sources.push_back(fmt::format("gradient reductions in {} ({} bytes per element on the wire and in the reduction's input "
                                     "buffer; strategy.reduce_dtype)",
                                     to_string(*sc.strategy.reduce_precision), bytes_per_element(*sc.strategy.reduce_precision)));
-  if (sc.training.optimizer_implementation == OptimizerImplementation::Foreach)
-    r.sources.push_back("optimizer: PyTorch's multi-tensor AdamW (training.optimizer_implementation: foreach), one pass over the fp32 "
-                        "state per arithmetic step: 84 bytes per parameter against the fused kernel's 32 (torch/optim/adam.py "
-                        "_multi_tensor_adam; docs/model.md sec 2.3)");
+  if (optimizer_implementation_of(sc) == OptimizerImplementation::Foreach)
+    r.sources.push_back(fmt::format("optimizer: PyTorch's multi-tensor AdamW (foreach, from the {}), one pass over the fp32 "
+                                    "state per arithmetic step: 84 bytes per parameter against the fused kernel's 32 (torch/optim/adam.py "
+                                    "_multi_tensor_adam; docs/model.md sec 2.3)", optimizer_implementation_origin(sc)));
   if (p.workload.options.fp8_all_gather)
     r.sources.push_back("FP8 all-gather of the blocks' linear weights (strategy.fp8_all_gather): 1 byte per weight on the wire and in "
                         "the gathered buffer, each rank casting only its shard (torchao float8 fsdp_pre_all_gather; Megatron-FSDP "

@@ -19,7 +19,7 @@ Granularity parse_granularity(const YamlNode& n) {
 }
 
 FrameworkProfile parse_profile(const std::string& name, const YamlNode& n) {
-  n.check_keys({"description", "versions", "kinds", "gather", "reduce", "step", "recompute", "host", "sources"});
+  n.check_keys({"description", "versions", "kinds", "gather", "reduce", "step", "recompute", "optimizer", "host", "sources"});
   FrameworkProfile p;
   p.name = name;
   p.family = name.rfind("deepspeed", 0) == 0 ? "deepspeed" : name;
@@ -60,6 +60,11 @@ FrameworkProfile parse_profile(const std::string& name, const YamlNode& n) {
   if (auto rc = n.get("recompute")) {
     rc->check_keys({"early_stop"});
     p.recompute_early_stop = rc->at("early_stop").as_bool();
+  }
+  if (auto o = n.get("optimizer")) {
+    o->check_keys({"implementation"});
+    p.optimizer_implementation =
+        o->at("implementation").as_choice({"fused", "foreach"}) == "foreach" ? OptimizerImplementation::Foreach : OptimizerImplementation::Fused;
   }
   YamlNode h = n.at("host");
   h.check_keys({"per_unit_us", "per_collective_us"});

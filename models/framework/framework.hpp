@@ -7,6 +7,8 @@
 #include <map>
 #include <memory>
 #include <string>
+
+#include "models/compute/compute_model.hpp"
 #include <vector>
 
 namespace micsim {
@@ -53,6 +55,9 @@ struct FrameworkProfile {
   // backward needs (PyTorch's non-reentrant checkpoint since 2.1; workload.cpp early_stopped_recompute).
   // training.recompute_early_stop overrides it for one run.
   bool recompute_early_stop = false;
+  // How AdamW's update runs where the scenario does not say (training.optimizer_implementation): what this
+  // framework's users get without setting a flag (torch.optim.AdamW's default on CUDA is foreach).
+  OptimizerImplementation optimizer_implementation = OptimizerImplementation::Fused;
   // Host
   double host_per_unit_s = 0;
   double host_per_collective_s = 0;

@@ -285,7 +285,7 @@ std::string fsdp2_script(const Scenario& sc, const SimulationResult* predicted) 
       {"@DEFER@", defer ? "True" : "False"},
       {"@CHECKPOINT_EVERY@", std::to_string(every)},
       {"@PREFETCH@", std::to_string(prefetch)},
-      {"@OPTIMIZER_IMPL@", to_string(sc.training.optimizer_implementation)},
+      {"@OPTIMIZER_IMPL@", to_string(optimizer_implementation_of(sc))},
       {"@PREDICTED_TPS@", fmt::format("{:.1f}", tps)},
       {"@LAYERS@", std::to_string(m.layers)},
       {"@HIDDEN@", std::to_string(m.hidden)},

@@ -121,7 +121,7 @@ std::string torchtitan_toml(const Scenario& sc, std::vector<std::string>* notes)
   t += "mixed_precision_reduce = \"float32\"\n\n";
   // The optimizer update micsim simulated (training.optimizer_implementation; torchtitan's default is fused).
   t += "[optimizer]\n";
-  t += fmt::format("implementation = \"{}\"\n\n", to_string(sc.training.optimizer_implementation));
+  t += fmt::format("implementation = \"{}\"\n\n", to_string(optimizer_implementation_of(sc)));
   t += "[parallelism]\n";
   t += fmt::format("data_parallel_replicate_degree = {}\n", replicate);
   t += fmt::format("data_parallel_shard_degree = {}\n", shard);

@@ -58,7 +58,7 @@ struct TrainingSpec {
   std::optional<bool> recompute_early_stop;  // absent: the framework profile's (models/catalog/frameworks.yaml)
   bool activation_checkpointing() const { return checkpointing != Checkpointing::None; }
   Optimizer optimizer = Optimizer::Adam;
-  OptimizerImplementation optimizer_implementation = OptimizerImplementation::Fused;  // training.optimizer_implementation
+  std::optional<OptimizerImplementation> optimizer_implementation;  // training.optimizer_implementation; absent: optimizer_implementation_of
   bool flash_attention = false;   // default: true on Ampere and newer, false on Volta
   AttentionKernel attention_kernel = AttentionKernel::FA2;  // which fused kernel (training.attention_kernel)
   bool fused_kernels = true;      // false: minGPT-style eager code (decomposed GELU, eager attention)
@@ -99,6 +99,13 @@ struct Override {
 
 // Loads and validates a scenario; every error is an InputError (file:line:col, key, expectation).
 // `sets` are the user's --set overrides, `more` overrides from other inputs (applied after them).
+// How the optimizer's update runs: training.optimizer_implementation where given, else the framework
+// profile's default (what that framework runs without a flag), else fused. Only Adam has a multi-tensor
+// cost; LAMB and SGD run fused whatever the profile says.
+OptimizerImplementation optimizer_implementation_of(const Scenario& sc);
+// Where that came from, for the report's sources.
+const char* optimizer_implementation_origin(const Scenario& sc);
+
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& sets = {},
                        const std::vector<Override>& more = {});
 Scenario parse_scenario_text(const std::string& yaml, const std::string& shown_name,

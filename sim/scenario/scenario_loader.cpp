@@ -190,6 +190,8 @@ TrainingSpec parse_training(const YamlNode& n, const GpuSpec& gpu) {
       if (t.optimizer != Optimizer::Adam)
         i->fail("foreach is modelled for adam / adamw (torch.optim's multi-tensor AdamW); lamb and sgd run fused here");
       t.optimizer_implementation = OptimizerImplementation::Foreach;
+    } else {
+      t.optimizer_implementation = OptimizerImplementation::Fused;
     }
   }
   // FlashAttention needs Ampere or newer; it is what current stacks use there.
@@ -541,6 +543,16 @@ Scenario parse_scenario_text(const std::string& yaml, const std::string& shown_n
 
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& sets, const std::vector<Override>& more) {
   return parse_scenario_text(read_whole_file(path), path, sets, more);
+}
+
+OptimizerImplementation optimizer_implementation_of(const Scenario& sc) {
+  if (sc.training.optimizer != Optimizer::Adam) return OptimizerImplementation::Fused;
+  if (sc.training.optimizer_implementation) return *sc.training.optimizer_implementation;
+  return sc.strategy.framework ? sc.strategy.framework->optimizer_implementation : OptimizerImplementation::Fused;
+}
+
+const char* optimizer_implementation_origin(const Scenario& sc) {
+  return sc.training.optimizer_implementation ? "training.optimizer_implementation" : "framework profile";
 }
 
 }  // namespace micsim
