@@ -397,12 +397,12 @@ TEST_CASE("MosaicML's MPT-13B stays flat from 8 to 64 GPUs: Composer's per-param
   // on 8 GPUs, 4800 on 64 (+0.2 %). A rank's compute per step is the same at every size; what changes is
   // the jitter of more ranks (slower) and the optimizer step over 13 B / N parameters (faster). Composer's
   // DecoupledAdamW loops over the parameters with one in-place pass per arithmetic step (80 bytes per
-  // parameter, not a fused kernel's 28), so on 8 GPUs its 1.6 B-parameter shard costs ~50 ms of an
-  // ~850-ms step. As a fused kernel the predicted change was -4.5 %: 4.7 points off.
+  // parameter, not a fused kernel's 28; the fsdp1 profile's default), so on 8 GPUs its 1.6 B-parameter shard
+  // costs ~50 ms of an ~850-ms step. As a fused kernel the predicted change was -4.5 %: 4.7 points off.
   const auto rows = load_training_corpus(std::string(MICSIM_SOURCE_DIR) + "/validation/data/training-corpus");
   const CorpusRow& g8 = corpus_row(rows, "mpt-h100-13b-s2048-g8-mb2-bf16");
   const CorpusRow& g64 = corpus_row(rows, "mpt-h100-13b-s2048-g64-mb2-bf16");
-  CHECK(g8.scenario_yaml.find("optimizer_implementation: foreach") != std::string::npos);
+  CHECK(optimizer_implementation_of(parse_scenario_text(g8.scenario_yaml, "<corpus>")) == OptimizerImplementation::Foreach);
   const double published = g64.published / g8.published - 1.0;
   const double predicted = predict_with_catalog_constants(g64) / predict_with_catalog_constants(g8) - 1.0;
   CAPTURE(published);

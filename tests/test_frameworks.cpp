@@ -378,6 +378,9 @@ TEST_CASE("optimizer implementation: FSDP1 runs torch's default foreach AdamW, t
     CHECK(extra > 0.015);
     CHECK(extra < 0.030);
   }
-  // LAMB and SGD have no multi-tensor cost here: fused whatever the profile says.
+  // InternEvo wraps torch's AdamW unfused too (its profile); LAMB and SGD have no multi-tensor cost here:
+  // fused whatever the profile says.
+  CHECK(optimizer_implementation_of(scenario("p5.48xlarge", 1, "llama3-8b", "zero1", 1, 8, {"strategy.framework=internevo"}, 2048)) ==
+        OptimizerImplementation::Foreach);
   CHECK(optimizer_implementation_of(llama("fsdp1", {"training.optimizer=sgd"})) == OptimizerImplementation::Fused);
 }

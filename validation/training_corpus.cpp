@@ -230,13 +230,9 @@ std::vector<CorpusRow> load_training_corpus(const std::string& dir) {
       // llm-foundry runs on Composer, whose trainer keeps the logits in state.outputs (for its training
       // metrics) through the backward: Trainer._train_microbatch, self.state.outputs = self.state.model(batch).
       if (arch == "mpt") tr["logits_kept_through_backward"] = true;
-      // llm-foundry's MPT configs use Composer's DecoupledAdamW (scripts/train/yamls/pretrain/mpt-*.yaml at
-      // b2a43a1: optimizer name decoupled_adamw, weight_decay 0.0), whose step loops over the parameters with
-      // one in-place pass per arithmetic step (composer v0.16.4 composer/optim/decoupled_weight_decay.py,
-      // DecoupledAdamW.adamw: mul_/add_ of m, mul_/addcmul_ of v, sqrt, div, add_ of eps, addcdiv_ of the
-      // master): the 80 bytes per parameter of torch's multi-tensor path, not a fused kernel's 28.
-      if (arch == "mpt") tr["optimizer_implementation"] = "foreach";
-      // A file may state it per row (column optimizer_implementation: fused | foreach).
+      // AdamW's update: the framework profile's default (fsdp1 and internevo: foreach, as Composer's
+      // DecoupledAdamW, fms-fsdp, TinyLlama and InternEvo ran it; models/catalog/frameworks.yaml), or what a
+      // file states per row where a source's commit differs (column optimizer_implementation: fused | foreach).
       const std::string opt_impl = f("optimizer_implementation");
       if (opt_impl == "fused" || opt_impl == "foreach") tr["optimizer_implementation"] = opt_impl;
       // The FP8 recipe where a file states it (column fp8_recipe: dynamic | delayed); default dynamic.
@@ -331,7 +327,6 @@ std::vector<CorpusRow> load_training_corpus(const std::string& dir) {
       tr["seq_len"] = row.seq_len, tr["micro_batch"] = row.micro_batch, tr["global_batch"] = int64_t(num(f("GlobalBatchSize")));
       tr["precision"] = "bf16", tr["activation_checkpointing"] = row.checkpointing, tr["flash_attention"] = true;
       tr["logits_kept_through_backward"] = true;  // Composer, as for the llm-foundry rows above
-      tr["optimizer_implementation"] = "foreach";  // Composer's DecoupledAdamW, as for the llm-foundry rows above
       // The b2a43a1 tables were measured on PyTorch 1.13 (its benchmarking README: "TODO: Update tables with
       // torch 2.0"), whose non-reentrant checkpoint reruns the whole block: no early stop.
       tr["recompute_early_stop"] = false;

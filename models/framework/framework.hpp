@@ -7,9 +7,9 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "models/compute/compute_model.hpp"
-#include <vector>
 
 namespace micsim {
 

@@ -97,8 +97,6 @@ struct Override {
   Override(std::string a, std::string o) : assignment(std::move(a)), origin(std::move(o)) {}
 };
 
-// Loads and validates a scenario; every error is an InputError (file:line:col, key, expectation).
-// `sets` are the user's --set overrides, `more` overrides from other inputs (applied after them).
 // How the optimizer's update runs: training.optimizer_implementation where given, else the framework
 // profile's default (what that framework runs without a flag), else fused. Only Adam has a multi-tensor
 // cost; LAMB and SGD run fused whatever the profile says.
@@ -106,6 +104,8 @@ OptimizerImplementation optimizer_implementation_of(const Scenario& sc);
 // Where that came from, for the report's sources.
 const char* optimizer_implementation_origin(const Scenario& sc);
 
+// Loads and validates a scenario; every error is an InputError (file:line:col, key, expectation).
+// `sets` are the user's --set overrides, `more` overrides from other inputs (applied after them).
 Scenario load_scenario(const std::string& path, const std::vector<std::string>& sets = {},
                        const std::vector<Override>& more = {});
 Scenario parse_scenario_text(const std::string& yaml, const std::string& shown_name,
