@@ -77,6 +77,7 @@ Runner add_collective(CLI::App& app) {
   struct Opts {
     std::string instance, op = "all_reduce", min = "8", max = "1G", factor = "2", algo, proto, calibration, json, engine = "analytic";
     int nodes = 1, gpus_per_node = 0;
+    bool collnet = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("collective", "Predict a collective like nccl-tests would measure it");
@@ -87,7 +88,10 @@ Runner add_collective(CLI::App& app) {
   cmd->add_option("-b,--minbytes", o->min, "Smallest size (nccl-tests syntax: 8, 64K, 1M, 8G)");
   cmd->add_option("-e,--maxbytes", o->max, "Largest size");
   cmd->add_option("-f,--stepfactor", o->factor, "Multiply the size by this between rows");
-  cmd->add_option("--algo", o->algo, "Force an algorithm, like NCCL_ALGO: ring | tree | nvls | nvls_tree");
+  cmd->add_option("--algo", o->algo,
+                  "Force an algorithm, like NCCL_ALGO: ring | tree | nvls | nvls_tree | collnet_direct | collnet_chain");
+  cmd->add_flag("--collnet", o->collnet,
+                "The cluster has in-network reduction (SHARP switches, the CollNet plugin, NCCL_COLLNET_ENABLE=1)");
   cmd->add_option("--proto", o->proto, "Force a protocol, like NCCL_PROTO: LL | LL128 | Simple");
   cmd->add_option("--calibration", o->calibration, "Calibration file to apply");
   cmd->add_option("--engine", o->engine, "analytic (default) or simgrid");
@@ -114,7 +118,8 @@ Runner add_collective(CLI::App& app) {
     CollectiveChoice choice;
     if (!o->algo.empty()) {
       choice.algorithm = parse_nccl_algorithm(o->algo);
-      if (!choice.algorithm) throw InputError({"--algo " + o->algo, 0, 0}, "algo", "expected ring | tree | nvls | nvls_tree");
+      if (!choice.algorithm)
+        throw InputError({"--algo " + o->algo, 0, 0}, "algo", "expected ring | tree | nvls | nvls_tree | collnet_direct | collnet_chain");
     }
     if (!o->proto.empty()) {
       choice.protocol = parse_protocol(o->proto);
@@ -126,6 +131,7 @@ Runner add_collective(CLI::App& app) {
     outputs.input(o->calibration);
     outputs.output("--json", o->json);
     NetworkParams net = NetworkParams::from_instance(inst);
+    net.collnet = net.collnet || o->collnet;
     if (!o->calibration.empty()) {
       Calibration cal = load_calibration(o->calibration);
       cal.check_applies_to(inst.name, {"--calibration " + o->calibration, 0, 0});

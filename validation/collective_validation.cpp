@@ -167,7 +167,9 @@ ErrorSummary summarize_errors(const std::vector<double>& rel) {
 }
 
 double predict_time(const NetworkParams& net, const NcclTestRow& row) {
-  CollectiveModel m(net);
+  NetworkParams n = net;
+  n.collnet = n.collnet || row.collnet;  // the run enabled in-network reduction
+  CollectiveModel m(n);
   return m.estimate(row.op, row.bytes, GroupLayout::make(row.ranks, row.nodes), row.forced).time_s;
 }
 
@@ -195,6 +197,7 @@ std::vector<CollectiveComparison> compare_collectives(const std::vector<NcclTest
     c.row = r;
     c.instance = inst;
     NetworkParams net = params_for(inst, cal);
+    net.collnet = net.collnet || r.collnet;  // the run enabled in-network reduction
     c.estimate = CollectiveModel(net).estimate(r.op, r.bytes, GroupLayout::make(r.ranks, r.nodes), r.forced);
     if (r.bytes >= 1024.0 * 1024.0) {
       auto bus = r.busbw_or_derived();

@@ -112,6 +112,10 @@ std::string nccl_setting(const std::string& text, const std::string& name) {
   return "";
 }
 
+bool collnet_enabled(const std::string& text) {
+  return nccl_setting(text, "NCCL_COLLNET_ENABLE") == "1" && text.find("SHARP") != std::string::npos;
+}
+
 namespace {
 
 // Lower case without underscores: NCCL's spellings ("NVLSTree", "allreduce") against micsim's
@@ -136,7 +140,7 @@ std::string single_choice(const std::string& v, CollectiveOp op) {
 CollectiveChoice forced_choice(const std::string& text, CollectiveOp op) {
   CollectiveChoice c;
   if (const std::string a = single_choice(nccl_setting(text, "NCCL_ALGO"), op); !a.empty())
-    for (auto x : {NcclAlgorithm::Ring, NcclAlgorithm::Tree, NcclAlgorithm::NVLS, NcclAlgorithm::NVLSTree})
+    for (auto x : kAllNcclAlgorithms)
       if (canonical(to_string(x)) == a) c.algorithm = x;
   if (const std::string p = single_choice(nccl_setting(text, "NCCL_PROTO"), op); !p.empty())
     if (auto protos = parse_nccl_proto(p); protos && protos->size() == 1) c.protocol = protos->front();
@@ -246,6 +250,7 @@ std::vector<NcclTestRow> parse_nccl_tests_log(const std::string& text, const std
     r.nodes = nn;
     r.forced = forced_choice(text, r.op);
     r.environment = environment;
+    r.collnet = collnet_enabled(text);
   }
   return rows;
 }
@@ -286,6 +291,7 @@ std::vector<NcclTestRow> parse_nccl_tests_csv(const std::string& text, const std
     if (auto x = num("busbw_GBps", false)) r.busbw = *x * 1e9;
     if (r.ranks % r.nodes != 0) throw InputError({file, row.line, 0}, "gpus", "expected a multiple of nodes (the same GPUs on every node)");
     r.forced = forced_choice(r.source, r.op);
+    r.collnet = collnet_enabled(r.source + "\n" + r.cluster);
     check_measurement(r, file, row.line);
     if (r.bytes > 0) rows.push_back(r);  // 0-byte rows measure nothing
   }

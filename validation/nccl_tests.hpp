@@ -28,6 +28,9 @@ struct NcclTestRow {
   // NCCL_ALGO / NCCL_PROTO the run forced (read off the CSV's source text or the log's command and
   // "set by environment" lines): the prediction runs the same algorithm and protocol.
   CollectiveChoice forced;
+  // The run had in-network reduction: it set NCCL_COLLNET_ENABLE=1 on a SHARP fabric, both as its text
+  // states (collnet_enabled); the prediction then lets NCCL pick CollNet (NetworkParams::collnet).
+  bool collnet = false;
   std::string file;
   int line = 0;
   // Time, or derived from busbw/algbw when only those were published.
@@ -51,6 +54,10 @@ CollectiveChoice forced_choice(const std::string& text, CollectiveOp op);
 // by environment to VALUE"), without the punctuation a citation puts after it ("NCCL_ALGO=Ring, ..."; a
 // list keeps its inner commas); "" when the text does not set it.
 std::string nccl_setting(const std::string& text, const std::string& name);
+// Whether `text` (a row's citation, cluster and log environment together) enables CollNet: it sets
+// NCCL_COLLNET_ENABLE=1 and names SHARP, the in-network reduction the CollNet plugin drives. The variable
+// alone does nothing without the plugin and SHARP-capable switches.
+bool collnet_enabled(const std::string& text);
 
 // A text log or a CSV file (decided by content). Errors are InputError with file:line.
 std::vector<NcclTestRow> load_nccl_tests(const std::string& path, const NcclTestsOptions& opt = {});

@@ -4,7 +4,7 @@
 // tuner does), the time, and the bytes each tier carries. Sizes follow nccl-tests: `bytes` is the
 // whole gathered buffer for all_gather, the whole input for reduce_scatter, the buffer for all_reduce.
 //
-// Where to look: ring.cpp, tree.cpp, nvls.cpp say how each algorithm moves bytes;
+// Where to look: ring.cpp, tree.cpp, nvls.cpp, collnet.cpp say how each algorithm moves bytes;
 // nccl_constants.cpp holds NCCL's latency/bandwidth tables; collective_model.cpp picks the fastest.
 #include <optional>
 #include <string>
@@ -78,6 +78,13 @@ struct NetworkParams {
   // Algorithm/protocol picked by the fastest calibrated cost (a what-if tuner) instead of by NCCL's model.
   bool choose_fastest = false;
   bool amd_cpu = false;                 // the hosts' CPU vendor: NCCL's LL bandwidth cap across nodes depends on it
+  // In-network reduction (InfiniBand SHARP through the CollNet plugin, NCCL_COLLNET_ENABLE=1): CollNet-Direct,
+  // CollNet-Chain and NVLS across nodes become all_reduce candidates (collnet.cpp).
+  bool collnet = false;
+  double collnet_efficiency = 0.9;      // SHARP all_reduce through the NICs: fraction of their line rate
+  // NCCL's own rating of CollNet-Direct's bandwidth (tuning.cc: x 0.85 on compute capability >= 9.0); the
+  // transfer itself has no such factor, so only as_nccl_models_it() sets it.
+  double collnet_direct_rating = 1.0;
   int channels = 16;
   // Size-dependent bandwidth efficiency of the Simple and LL128 pipelines (the mid-size ramp seen in
   // every nccl-tests curve): a ring step of s bytes per rank (S/n) runs at
@@ -150,6 +157,9 @@ std::optional<CollectiveEstimate> estimate_tree(const NetworkParams& net, Collec
                                                 const GroupLayout& g, Protocol proto);
 std::optional<CollectiveEstimate> estimate_nvls(const NetworkParams& net, CollectiveOp op, double bytes,
                                                 const GroupLayout& g, Protocol proto);
+// CollNet-Direct, CollNet-Chain or NVLS across nodes (`algorithm`), where the network has CollNet.
+std::optional<CollectiveEstimate> estimate_collnet(const NetworkParams& net, CollectiveOp op, double bytes,
+                                                   const GroupLayout& g, Protocol proto, NcclAlgorithm algorithm);
 
 class CollectiveModel {
  public:

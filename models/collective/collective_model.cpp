@@ -113,6 +113,9 @@ NetworkParams NetworkParams::from_instance(const InstanceSpec& inst) {
   p.nccl_net_latency_s = inst.network.fabric.nccl_net_latency_s;
   p.choose_fastest = inst.choose_fastest;
   p.amd_cpu = inst.cpu == "amd";
+  p.collnet = inst.network.collnet;
+  p.collnet_efficiency = inst.network.fabric.collnet_efficiency >= 0 ? inst.network.fabric.collnet_efficiency
+                                                                      : inst.network.fabric.bandwidth_efficiency;
   p.intra_ramp_min = inst.intra.ramp_min;
   p.intra_ramp_half_bytes = inst.intra.ramp_half_bytes;
   p.inter_ramp_min = inst.network.fabric.ramp_min;
@@ -123,7 +126,7 @@ NetworkParams NetworkParams::from_instance(const InstanceSpec& inst) {
              (p.tuner ? ", tuner " + p.tuner->name : std::string()) +
              // What NCCL's own pick is made with (docs/model.md sec 4.6).
              (p.nccl_net_latency_s > 0 ? fmt::format(", net plugin reports {:g} us to NCCL", p.nccl_net_latency_s * 1e6) : std::string()) +
-             (p.amd_cpu ? ", AMD hosts" : "") + (p.choose_fastest ? ", fastest pick (what-if)" : "") +
+             (p.amd_cpu ? ", AMD hosts" : "") + (p.collnet ? ", CollNet (SHARP)" : "") + (p.choose_fastest ? ", fastest pick (what-if)" : "") +
              (inst.nccl_proto.empty() ? std::string() : ", NCCL_PROTO " + inst.nccl_proto) + ")";
   return p;
 }
@@ -142,6 +145,8 @@ NetworkParams NetworkParams::as_nccl_models_it() const {
   v.inter_ll128_efficiency = v.inter_tree_efficiency = 1.0;
   v.call_overhead_s = 0;
   if (nvls) v.nvls_efficiency = nccl::nvls_efficiency(arch);  // NCCL's own, not the fitted one
+  v.collnet_efficiency = 1.0;
+  if (arch >= GpuArch::Hopper) v.collnet_direct_rating = 0.85;  // tuning.cc: "if (minCompCap >= 90) busBw *= .85"
   return v;
 }
 
@@ -172,7 +177,10 @@ std::vector<CollectiveEstimate> CollectiveModel::candidates(CollectiveOp op, dou
     if (g.nodes > 1 && !allowed(net_.inter_protocols, proto)) continue;
     if (!allowed(net_.protocols, proto)) continue;  // NCCL_PROTO, as the instance's plugin sets it
     for (auto est : {estimate_ring(net_, op, bytes, g, proto), estimate_tree(net_, op, bytes, g, proto),
-                     estimate_nvls(net_, op, bytes, g, proto)}) {
+                     estimate_nvls(net_, op, bytes, g, proto),
+                     estimate_collnet(net_, op, bytes, g, proto, NcclAlgorithm::CollNetDirect),
+                     estimate_collnet(net_, op, bytes, g, proto, NcclAlgorithm::CollNetChain),
+                     estimate_collnet(net_, op, bytes, g, proto, NcclAlgorithm::NVLS)}) {
       if (!est) continue;
       if (g.nodes > 1 && !allowed(net_.inter_algorithms, est->algorithm == NcclAlgorithm::NVLSTree
                                                              ? NcclAlgorithm::Tree : est->algorithm))
@@ -194,7 +202,12 @@ std::optional<CollectiveEstimate> CollectiveModel::tuner_choice(CollectiveOp op,
       case NcclAlgorithm::Ring: e = estimate_ring(net_, op, bytes, g, r->protocol); break;
       case NcclAlgorithm::Tree: e = estimate_tree(net_, op, bytes, g, r->protocol); break;
       case NcclAlgorithm::NVLS:
+        e = g.nodes > 1 ? estimate_collnet(net_, op, bytes, g, r->protocol, r->algorithm)
+                        : estimate_nvls(net_, op, bytes, g, r->protocol);
+        break;
       case NcclAlgorithm::NVLSTree: e = estimate_nvls(net_, op, bytes, g, r->protocol); break;
+      case NcclAlgorithm::CollNetDirect:
+      case NcclAlgorithm::CollNetChain: e = estimate_collnet(net_, op, bytes, g, r->protocol, r->algorithm); break;
     }
     if (e && e->algorithm == r->algorithm) {
       e->tuner = net_.tuner;

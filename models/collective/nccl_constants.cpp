@@ -8,7 +8,7 @@ namespace micsim::nccl {
 static int proto_index(Protocol p) { return p == Protocol::LL ? 0 : p == Protocol::LL128 ? 1 : 2; }
 
 double base_latency(NcclAlgorithm a, Protocol p) {
-  // baseLat (us), v2.23 -> HEAD: Tree 6.8/14.0/8.4, Ring 6.6/14.0/8.4, NVLS/NVLSTree 0.
+  // baseLat (us), v2.23 -> HEAD: Tree 6.8/14.0/8.4, Ring 6.6/14.0/8.4, NVLS, NVLSTree and CollNet 0.
   static const double tree[3] = {6.8, 14.0, 8.4}, ring[3] = {6.6, 14.0, 8.4};
   switch (a) {
     case NcclAlgorithm::Tree: return tree[proto_index(p)] * 1e-6;
@@ -18,7 +18,7 @@ double base_latency(NcclAlgorithm a, Protocol p) {
 }
 
 double hw_latency(LinkClass l, NcclAlgorithm a, Protocol p) {
-  // hwLat (us), v2.23 -> HEAD.
+  // hwLat (us), v2.23 -> HEAD. NVLS, NVLS-Tree and CollNet run Simple only; their entries are Simple's.
   static const double nvl_tree[3] = {0.6, 1.25, 4.0}, nvl_ring[3] = {0.6, 1.9, 3.4};
   static const double pci_tree[3] = {1.0, 1.9, 4.0}, pci_ring[3] = {1.0, 2.5, 5.7};
   static const double net_tree[3] = {5.0, 8.5, 14.0}, net_ring[3] = {2.7, 4.0, 14.0};
@@ -26,14 +26,27 @@ double hw_latency(LinkClass l, NcclAlgorithm a, Protocol p) {
   double us = 0;
   switch (l) {
     case LinkClass::NVLink:
-      us = a == NcclAlgorithm::Ring ? nvl_ring[i] : a == NcclAlgorithm::Tree ? nvl_tree[i] : 25.0;  // NVLS 25
+      switch (a) {
+        case NcclAlgorithm::Ring: us = nvl_ring[i]; break;
+        case NcclAlgorithm::Tree: us = nvl_tree[i]; break;
+        case NcclAlgorithm::NVLS:
+        case NcclAlgorithm::NVLSTree: us = 25.0; break;
+        case NcclAlgorithm::CollNetDirect: us = 3.7; break;
+        case NcclAlgorithm::CollNetChain: us = 2.8; break;
+      }
       break;
     case LinkClass::PCI:
       us = a == NcclAlgorithm::Ring ? pci_ring[i] : pci_tree[i];
       break;
     case LinkClass::Net:
-      us = a == NcclAlgorithm::Ring ? net_ring[i] : a == NcclAlgorithm::Tree ? net_tree[i]
-           : a == NcclAlgorithm::NVLS ? 18.0 : 14.0;  // NET NVLS 18, NVLSTree 14
+      switch (a) {
+        case NcclAlgorithm::Ring: us = net_ring[i]; break;
+        case NcclAlgorithm::Tree: us = net_tree[i]; break;
+        case NcclAlgorithm::NVLS: us = 18.0; break;
+        case NcclAlgorithm::NVLSTree: us = 14.0; break;
+        case NcclAlgorithm::CollNetDirect: us = 31.0; break;
+        case NcclAlgorithm::CollNetChain: us = 30.0; break;
+      }
       break;
   }
   return us * 1e-6;

@@ -222,12 +222,13 @@ GpuSpec HardwareCatalog::parse_gpu(const YamlNode& n, const std::string& name) c
 }
 
 static NcclAlgorithm parse_algorithm(const YamlNode& n) {
-  return *parse_nccl_algorithm(n.as_choice({"ring", "tree", "nvls", "nvls_tree"}));
+  return *parse_nccl_algorithm(n.as_choice({"ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain"}));
 }
 
 FabricSpec HardwareCatalog::parse_fabric(const YamlNode& n, const std::string& name) const {
   n.check_keys({"latency_us", "bandwidth_efficiency", "bandwidth_efficiency_at_scale", "ramp_min", "ramp_half_kib", "algorithms",
-                "ll128", "ll128_efficiency", "tree_efficiency_at_scale", "fixed_latency_us", "nccl_net_latency_us", "source"});
+                "ll128", "ll128_efficiency", "tree_efficiency_at_scale", "fixed_latency_us", "nccl_net_latency_us",
+                "collnet_efficiency", "source"});
   FabricSpec f;
   f.name = name;
   f.latency_s = n.at("latency_us").as_double_in(kMinInterLatencyS * 1e6, 1e5) * 1e-6;
@@ -243,6 +244,9 @@ FabricSpec HardwareCatalog::parse_fabric(const YamlNode& n, const std::string& n
   if (auto v = n.get("ll128_efficiency")) f.ll128_efficiency = v->as_double_in(0.05, 1.5);
   if (auto v = n.get("tree_efficiency_at_scale")) f.tree_efficiency_at_scale = v->as_double_in(0.05, 1.5);
   if (auto v = n.get("nccl_net_latency_us")) f.nccl_net_latency_s = v->as_double_in(0, 1e5) * 1e-6;
+  // No SHARP measurement of the fabric's own: its switches reduce what two nodes' ring would carry.
+  f.collnet_efficiency = f.bandwidth_efficiency;
+  if (auto v = n.get("collnet_efficiency")) f.collnet_efficiency = v->as_double_in(0.01, 1.0);
   if (auto v = n.get("source")) f.source = v->as_string();
   return f;
 }
@@ -276,7 +280,7 @@ InstanceSpec HardwareCatalog::parse_instance(const YamlNode& n, const std::strin
   if (auto v = intra.get("call_overhead_us")) s.intra.call_overhead_s = v->as_double_in(0, 1e5) * 1e-6;
   if (s.intra.nvls && s.gpu.arch < GpuArch::Hopper) intra.at("nvls").fail("NVLS needs a Hopper or newer GPU");
   YamlNode net = n.at("network");
-  net.check_keys({"nics", "gbits_per_nic", "fabric"});
+  net.check_keys({"nics", "gbits_per_nic", "fabric", "collnet"});
   s.network.nics = static_cast<int>(net.at("nics").as_int_in(1, 1024));
   s.network.bits_per_s_per_nic = net.at("gbits_per_nic").as_double_in(0.1, 1e5) * 1e9;
   YamlNode fabric = net.at("fabric");
@@ -293,6 +297,7 @@ InstanceSpec HardwareCatalog::parse_instance(const YamlNode& n, const std::strin
     }
     s.network.fabric = *f;
   }
+  if (auto v = net.get("collnet")) s.network.collnet = v->as_bool();
   if (auto t = n.get("nccl_tuner")) {
     s.nccl_tuner = t->as_string();
     if (!s.nccl_tuner.empty() && !find_nccl_tuner(s.nccl_tuner))

@@ -45,12 +45,14 @@ const char* to_string(NcclAlgorithm a) {
     case NcclAlgorithm::Tree: return "tree";
     case NcclAlgorithm::NVLS: return "nvls";
     case NcclAlgorithm::NVLSTree: return "nvls_tree";
+    case NcclAlgorithm::CollNetDirect: return "collnet_direct";
+    case NcclAlgorithm::CollNetChain: return "collnet_chain";
   }
   return "?";
 }
 
 std::optional<NcclAlgorithm> parse_nccl_algorithm(const std::string& s) {
-  for (auto a : {NcclAlgorithm::Ring, NcclAlgorithm::Tree, NcclAlgorithm::NVLS, NcclAlgorithm::NVLSTree})
+  for (auto a : kAllNcclAlgorithms)
     if (s == to_string(a)) return a;
   return std::nullopt;
 }

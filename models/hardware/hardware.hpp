@@ -80,9 +80,16 @@ struct GpuSpec {
   double peak(Precision p) const;         // throws std::logic_error if unsupported (validated earlier)
 };
 
-enum class NcclAlgorithm { Ring, Tree, NVLS, NVLSTree };
+// NCCL's algorithms. CollNet (in-network reduction, InfiniBand SHARP) runs only where the cluster has it
+// (NetworkSpec::collnet): CollNetDirect and CollNetChain across nodes, and NVLS across nodes (NVLS inside
+// each node, SHARP between them); without CollNet NVLS spans one node and NVLS-Tree crosses nodes.
+enum class NcclAlgorithm { Ring, Tree, NVLS, NVLSTree, CollNetDirect, CollNetChain };
 const char* to_string(NcclAlgorithm a);
-std::optional<NcclAlgorithm> parse_nccl_algorithm(const std::string& s);  // "ring", "tree", "nvls", "nvls_tree"
+// "ring", "tree", "nvls", "nvls_tree", "collnet_direct", "collnet_chain"
+std::optional<NcclAlgorithm> parse_nccl_algorithm(const std::string& s);
+inline constexpr NcclAlgorithm kAllNcclAlgorithms[] = {NcclAlgorithm::Ring, NcclAlgorithm::Tree, NcclAlgorithm::NVLS,
+                                                       NcclAlgorithm::NVLSTree, NcclAlgorithm::CollNetDirect,
+                                                       NcclAlgorithm::CollNetChain};
 
 // The lowest per-hop latencyInter a fabric may have: NCCL's smallest network hop (ring LL, hwLat[NET] 2.7 us)
 // stays above zero with it. Below zero means hops faster than NCCL's InfiniBand table assumes.
@@ -103,6 +110,9 @@ struct FabricSpec {
   // The network latency the NCCL net plugin reports to NCCL's tuning model (ncclNetProperties.latency, us;
   // NCCL >= 2.12): it steers NCCL's choice of algorithm and protocol, not the transfer itself.
   double nccl_net_latency_s = 0;
+  // Fraction of the NICs' line rate a CollNet (SHARP) all_reduce reaches through the switches' reduction
+  // trees; < 0 until parsed, then the two-node ring efficiency unless the catalog states one.
+  double collnet_efficiency = -1;
   std::string source;
 };
 
@@ -119,6 +129,9 @@ struct NetworkSpec {
   int nics = 1;
   double bits_per_s_per_nic = 0;
   FabricSpec fabric;
+  // In-network reduction usable by NCCL: SHARP-capable switches, the CollNet plugin
+  // (nccl-rdma-sharp-plugins) and NCCL_COLLNET_ENABLE=1. NCCL leaves CollNet off by default.
+  bool collnet = false;
   double node_bytes_per_s() const { return nics * bits_per_s_per_nic / 8.0; }
 };
 

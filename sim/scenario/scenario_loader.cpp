@@ -25,7 +25,7 @@ std::string resolve_relative(const std::string& base_file, const std::string& pa
 }
 
 ClusterSpec parse_cluster(const YamlNode& n) {
-  n.check_keys({"instance", "nodes", "fabric", "gpu_power_limit_w", "nccl_proto", "nccl_choice"});
+  n.check_keys({"instance", "nodes", "fabric", "gpu_power_limit_w", "nccl_proto", "nccl_choice", "collnet"});
   ClusterSpec c;
   const auto& cat = HardwareCatalog::builtin();
   YamlNode inst = n.at("instance");
@@ -52,6 +52,8 @@ ClusterSpec parse_cluster(const YamlNode& n) {
   // Who picks algorithm and protocol: NCCL from its own model (what runs), or a what-if tuner that takes
   // the fastest on this network's measured costs.
   if (auto p = n.get("nccl_choice")) c.instance.choose_fastest = p->as_choice({"nccl", "fastest"}) == "fastest";
+  // In-network reduction (SHARP switches, the CollNet plugin and NCCL_COLLNET_ENABLE=1) on this cluster, or not.
+  if (auto p = n.get("collnet")) c.instance.network.collnet = p->as_bool();
   // Every GPU of the cluster run under this limit (nvidia-smi -pl), in place of the part's default.
   if (auto p = n.get("gpu_power_limit_w")) {
     const double w = p->as_double_in(1, 1e5);
