@@ -131,7 +131,12 @@ Runner add_collective(CLI::App& app) {
     outputs.input(o->calibration);
     outputs.output("--json", o->json);
     NetworkParams net = NetworkParams::from_instance(inst);
-    net.collnet = net.collnet || o->collnet;
+    if (o->collnet) {
+      NetworkSpec asked = inst.network;
+      asked.collnet = true;
+      if (std::string why = collnet_problem(asked); !why.empty()) throw InputError({"--collnet", 0, 0}, "collnet", why);
+      net.collnet = true;
+    }
     if (!o->calibration.empty()) {
       Calibration cal = load_calibration(o->calibration);
       cal.check_applies_to(inst.name, {"--calibration " + o->calibration, 0, 0});

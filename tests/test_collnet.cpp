@@ -149,3 +149,14 @@ TEST_CASE("cluster.collnet in a scenario: DDP's gradient all_reduce over 16 H100
   CHECK(with.iteration_time_s <= without.iteration_time_s);
   CHECK_THROWS_AS(test::scenario("dgx-h100", 16, "llama2-7b", "ddp", 4, 512, {"cluster.collnet=sometimes"}), InputError);
 }
+
+TEST_CASE("CollNet only on a fabric whose switches reduce: EFA has no SHARP, and asking for it is an input error (exit 2)") {
+  CHECK(HardwareCatalog::builtin().find_fabric("infiniband-ndr")->sharp);
+  CHECK_FALSE(HardwareCatalog::builtin().find_fabric("efa-v2")->sharp);
+  CHECK_THROWS_WITH_AS(test::scenario("p5.48xlarge", 4, "llama2-7b", "ddp", 4, 512, {"cluster.collnet=true"}),
+                       doctest::Contains("fabric 'efa-v2' has none"), InputError);
+  const auto cli = test::run_cli("collective --instance p5.48xlarge --nodes 4 --collnet -b 1G -e 1G");
+  CHECK(cli.status == 2);
+  CHECK(cli.output.find("SHARP") != std::string::npos);
+  CHECK(test::run_cli("collective --instance dgx-h100 --nodes 4 --collnet -b 1G -e 1G", false).status == 0);
+}

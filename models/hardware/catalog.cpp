@@ -228,7 +228,7 @@ static NcclAlgorithm parse_algorithm(const YamlNode& n) {
 FabricSpec HardwareCatalog::parse_fabric(const YamlNode& n, const std::string& name) const {
   n.check_keys({"latency_us", "bandwidth_efficiency", "bandwidth_efficiency_at_scale", "ramp_min", "ramp_half_kib", "algorithms",
                 "ll128", "ll128_efficiency", "tree_efficiency_at_scale", "fixed_latency_us", "nccl_net_latency_us",
-                "collnet_efficiency", "source"});
+                "collnet_efficiency", "sharp", "source"});
   FabricSpec f;
   f.name = name;
   f.latency_s = n.at("latency_us").as_double_in(kMinInterLatencyS * 1e6, 1e5) * 1e-6;
@@ -247,6 +247,7 @@ FabricSpec HardwareCatalog::parse_fabric(const YamlNode& n, const std::string& n
   // No SHARP measurement of the fabric's own: its switches reduce what two nodes' ring would carry.
   f.collnet_efficiency = f.bandwidth_efficiency;
   if (auto v = n.get("collnet_efficiency")) f.collnet_efficiency = v->as_double_in(0.01, 1.0);
+  if (auto v = n.get("sharp")) f.sharp = v->as_bool();
   if (auto v = n.get("source")) f.source = v->as_string();
   return f;
 }
@@ -297,7 +298,10 @@ InstanceSpec HardwareCatalog::parse_instance(const YamlNode& n, const std::strin
     }
     s.network.fabric = *f;
   }
-  if (auto v = net.get("collnet")) s.network.collnet = v->as_bool();
+  if (auto v = net.get("collnet")) {
+    s.network.collnet = v->as_bool();
+    if (std::string why = collnet_problem(s.network); !why.empty()) v->fail(why);
+  }
   if (auto t = n.get("nccl_tuner")) {
     s.nccl_tuner = t->as_string();
     if (!s.nccl_tuner.empty() && !find_nccl_tuner(s.nccl_tuner))

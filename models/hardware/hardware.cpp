@@ -57,6 +57,12 @@ std::optional<NcclAlgorithm> parse_nccl_algorithm(const std::string& s) {
   return std::nullopt;
 }
 
+std::string collnet_problem(const NetworkSpec& n) {
+  if (!n.collnet || n.fabric.sharp) return "";
+  return "CollNet needs switches that reduce in the network (InfiniBand SHARP); fabric '" + n.fabric.name +
+         "' has none (its `sharp` key is false)";
+}
+
 double GpuSpec::peak(Precision p) const {
   auto it = peak_flops.find(p);
   if (it == peak_flops.end()) throw std::logic_error("precision not supported by " + name);

@@ -113,6 +113,8 @@ struct FabricSpec {
   // Fraction of the NICs' line rate a CollNet (SHARP) all_reduce reaches through the switches' reduction
   // trees; < 0 until parsed, then the two-node ring efficiency unless the catalog states one.
   double collnet_efficiency = -1;
+  // The switches can reduce in the network (InfiniBand SHARP): a cluster on this fabric may enable CollNet.
+  bool sharp = false;
   std::string source;
 };
 
@@ -134,6 +136,10 @@ struct NetworkSpec {
   bool collnet = false;
   double node_bytes_per_s() const { return nics * bits_per_s_per_nic / 8.0; }
 };
+// Why this network cannot run CollNet ("" when it can, or does not ask to): it asks for it on a fabric whose
+// switches do not reduce (FabricSpec::sharp).
+std::string collnet_problem(const NetworkSpec& n);
+
 
 struct InstanceSpec {
   std::string name;

@@ -53,7 +53,10 @@ ClusterSpec parse_cluster(const YamlNode& n) {
   // the fastest on this network's measured costs.
   if (auto p = n.get("nccl_choice")) c.instance.choose_fastest = p->as_choice({"nccl", "fastest"}) == "fastest";
   // In-network reduction (SHARP switches, the CollNet plugin and NCCL_COLLNET_ENABLE=1) on this cluster, or not.
-  if (auto p = n.get("collnet")) c.instance.network.collnet = p->as_bool();
+  if (auto p = n.get("collnet")) {
+    c.instance.network.collnet = p->as_bool();
+    if (std::string why = collnet_problem(c.instance.network); !why.empty()) p->fail(why);
+  }
   // Every GPU of the cluster run under this limit (nvidia-smi -pl), in place of the part's default.
   if (auto p = n.get("gpu_power_limit_w")) {
     const double w = p->as_double_in(1, 1e5);
