@@ -55,7 +55,7 @@ TEST_CASE("CollNet: the switches reduce, so a node sends S across nodes, not a r
   CHECK(small->latency_s == rel_approx(14 * 2.8e-6 + 30e-6 + 2 * net.inter_latency_s + net.inter_fixed_latency_s));
 }
 
-TEST_CASE("CollNet runs only where the cluster has it, for all_reduce in Simple across nodes; NVLS crosses nodes only with it") {
+TEST_CASE("CollNet runs only where the cluster has it, for all_reduce in Simple across nodes, and NVLS crosses nodes only with it") {
   const NetworkParams off = h100_network(false), on = h100_network(true);
   const auto g = GroupLayout::make(64, 8);
   auto algorithms_of = [](const NetworkParams& n, CollectiveOp op, const GroupLayout& layout) {
@@ -79,7 +79,7 @@ TEST_CASE("CollNet runs only where the cluster has it, for all_reduce in Simple 
   CHECK(CollectiveModel(off).estimate(CollectiveOp::AllReduce, 4 * GiB, g).algorithm != NcclAlgorithm::NVLS);
 }
 
-TEST_CASE("NCCL rates CollNet-Direct at 0.85 on Hopper (tuning.cc); the transfer itself runs at the fabric's rate") {
+TEST_CASE("NCCL rates CollNet-Direct at 0.85 on Hopper (tuning.cc), while the transfer itself runs at the fabric's rate") {
   const NetworkParams net = h100_network(true);
   const NetworkParams nccl_view = net.as_nccl_models_it();
   CHECK(nccl_view.collnet_direct_rating == rel_approx(0.85));

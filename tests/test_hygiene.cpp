@@ -28,3 +28,23 @@ TEST_CASE("tests compare floating-point values relatively (rel_approx), never wi
   }
   CHECK(files > 30);
 }
+
+TEST_CASE("test case names hold no semicolon: CTest reads a name as a list and would register the pieces") {
+  const std::string open = std::string("TEST_CASE") + "(\"";
+  int names = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(MICSIM_SOURCE_DIR) + "/tests")) {
+    if (e.path().extension() != ".cpp") continue;
+    std::ifstream f(e.path());
+    std::stringstream buf;
+    buf << f.rdbuf();
+    const std::string text = buf.str();
+    for (size_t at = text.find(open); at != std::string::npos; at = text.find(open, at + 1)) {
+      const size_t from = at + open.size(), to = text.find("\")", from);
+      if (to == std::string::npos) break;
+      const std::string name = text.substr(from, to - from);
+      ++names;
+      CHECK_MESSAGE(name.find(';') == std::string::npos, e.path().filename().string() << ": \"" << name << "\"");
+    }
+  }
+  CHECK(names > 200);
+}

@@ -118,7 +118,9 @@ struct NetworkParams {
   // Inter-node bandwidth one group gets on a node: the node's NICs split among `concurrent_groups`
   // groups, and never more than its `ranks_per_node` GPUs can drive (a GPU reaches its own NICs:
   // nics/gpus_per_node of them when there are more NICs than GPUs, else one shared NIC).
-  double inter_bandwidth_for(const GroupLayout& g) const;
+  double inter_bandwidth_for(const GroupLayout& g) const { return nic_bandwidth_for(g, inter_efficiency_for(g.nodes)); }
+  // The same at a given fraction of the NICs' line rate (CollNet's, collnet.cpp).
+  double nic_bandwidth_for(const GroupLayout& g, double efficiency) const;
   static double ramp_efficiency(double step_bytes, double e_min, double half_bytes);
   double intra_ramp(double step_bytes) const { return ramp_efficiency(step_bytes, intra_ramp_min, intra_ramp_half_bytes); }
   double inter_ramp(double step_bytes) const { return ramp_efficiency(step_bytes, inter_ramp_min, inter_ramp_half_bytes); }

@@ -155,8 +155,8 @@ double NetworkParams::inter_efficiency_for(int nodes) const {
   return inter_efficiency_at_scale + (inter_efficiency - inter_efficiency_at_scale) * 2.0 / nodes;
 }
 
-double NetworkParams::inter_bandwidth_for(const GroupLayout& g) const {
-  const double node = inter_node_bytes_per_s * inter_efficiency_for(g.nodes);
+double NetworkParams::nic_bandwidth_for(const GroupLayout& g, double efficiency) const {
+  const double node = inter_node_bytes_per_s * efficiency;
   const double per_gpu = node / std::max(1, std::min(nics, gpus_per_node));
   return std::min(node / g.concurrent_groups, g.ranks_per_node * per_gpu);
 }

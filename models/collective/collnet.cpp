@@ -9,7 +9,8 @@
 //                   the heads differ between channels (one per NIC), so on average each GPU forwards
 //                   2(r-1)/r·S, the same NVLink bytes as Direct, at NCCL's chain latencies;
 //   NVLS            the NVSwitch reduces and multicasts (S per GPU at NVLS's rate), SHARP between nodes.
-// All run Simple and all_reduce only. (NCCL also offers CollNet-Direct all_gather / reduce_scatter where
+// All run Simple and all_reduce only. NCCL runs CollNet-Direct only on NVSwitch systems; micsim does not
+// check (every catalog instance on a fabric with SHARP has NVSwitch). (NCCL also offers CollNet-Direct all_gather / reduce_scatter where
 // the plugin implements them with one GPU per NIC; not modelled: micsim's instances put one NIC per GPU
 // only on some, and no published run measures it.)
 #include <algorithm>
@@ -20,14 +21,6 @@
 namespace micsim {
 
 namespace {
-
-// What the group's ranks on one node get through the NICs when the switches reduce: the line rate at
-// the fabric's CollNet efficiency, shared and reached as inter_bandwidth_for does for a ring.
-double collnet_bandwidth_for(const NetworkParams& net, const GroupLayout& g) {
-  const double node = net.inter_node_bytes_per_s * net.collnet_efficiency;
-  const double per_gpu = node / std::max(1, std::min(net.nics, net.gpus_per_node));
-  return std::min(node / g.concurrent_groups, g.ranks_per_node * per_gpu);
-}
 
 // NCCL's latency for the algorithm (tuning.cc, v2.19 -> HEAD): baseLat is 0 for CollNet and NVLS.
 double collnet_latency(const NetworkParams& net, const GroupLayout& g, NcclAlgorithm algorithm) {
@@ -81,7 +74,8 @@ std::optional<CollectiveEstimate> estimate_collnet(const NetworkParams& net, Col
   const double step = bytes / double(r);
   const double rating = algorithm == NcclAlgorithm::CollNetDirect ? net.collnet_direct_rating : 1.0;
   const double t_intra = r > 1 ? e.intra_bytes_per_gpu / (intra_rate * net.intra_ramp(step) * rating) : 0.0;
-  const double t_inter = bytes / (collnet_bandwidth_for(net, g) * net.inter_ramp(step) * rating);
+  // The NICs at the fabric's CollNet efficiency, shared and reached as for a ring.
+  const double t_inter = bytes / (net.nic_bandwidth_for(g, net.collnet_efficiency) * net.inter_ramp(step) * rating);
   e.bottleneck = t_inter > t_intra ? Tier::Inter : Tier::Intra;
   e.latency_s = collnet_latency(net, g, algorithm) + net.crossing_latency(g.nodes) + net.call_overhead_s;
   e.time_s = e.latency_s + std::max(t_intra, t_inter);
