@@ -77,7 +77,7 @@ Runner add_calibrate(CLI::App& app) {
     std::vector<std::string> nccl_tests, gemm, runs;
     std::string instance, out, op, base, kernels;
     int ranks = 0, nodes = 0;
-    bool two_node_ar = false;
+    bool two_node_ar = false, collnet = false;
   };
   auto o = std::make_shared<Opts>();
   CLI::App* cmd = app.add_subcommand("calibrate", "Fit a calibration file to measurements");
@@ -97,6 +97,9 @@ Runner add_calibrate(CLI::App& app) {
   cmd->add_option("--nodes", o->nodes, "Nodes of a log without '# Rank ... on HOST' lines")->check(CLI::Range(1, 1 << 20));
   cmd->add_flag("--include-two-node-allreduce", o->two_node_ar,
                 "Also fit 2-node all_reduce rows (NCCL runs tree there; excluded by default)");
+  cmd->add_flag("--collnet", o->collnet,
+                "The logs ran with in-network reduction (NCCL_COLLNET_ENABLE=1 on SHARP switches) though they do not say so; "
+                "a log that prints NCCL_COLLNET_ENABLE and SHARP is read as such anyway");
   return [o]() -> int {
     const InstanceSpec& inst = lookup_instance("--instance", o->instance);
     if (o->nccl_tests.empty() && o->gemm.empty() && o->kernels.empty() && o->runs.empty())
@@ -200,6 +203,12 @@ Runner add_calibrate(CLI::App& app) {
     }
     for (const auto& x : loaded)
       if (!any_mapped || map.instance_for(x) == inst.name) rows.push_back(x);
+    if (o->collnet) {
+      NetworkSpec asked = inst.network;
+      asked.collnet = true;
+      if (std::string why = collnet_problem(asked); !why.empty()) throw InputError({"--collnet", 0, 0}, "collnet", why);
+      for (auto& x : rows) x.collnet = true;
+    }
     FitOptions fo;
     fo.include_two_node_allreduce = o->two_node_ar;
     NetworkFit fit = fit_network(inst, rows, fo);

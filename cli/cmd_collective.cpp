@@ -147,6 +147,8 @@ Runner add_collective(CLI::App& app) {
     GroupLayout layout = GroupLayout::make(ranks, o->nodes);
     std::string text = fmt::format("# micsim collective: {}_perf as modelled for {} ({} node(s) x {} GPUs); network: {}\n",
                                    o->op, inst.name, o->nodes, g, net.source);
+    // As NCCL_DEBUG=INFO would show it: the log then reads back as a CollNet run (collnet_enabled).
+    if (net.collnet) text += "# NCCL INFO NCCL_COLLNET_ENABLE set by environment to 1 (in-network reduction: SHARP)\n";
     text += "#\n# Using devices\n";
     // nccl-tests lists every rank; past 64 the list says how many it leaves out (a 65,536-node run
     // would otherwise print half a million lines before the table).

@@ -6,6 +6,8 @@
 
 #include "helpers.hpp"
 
+#include "models/calibration/calibration.hpp"
+
 #include "models/collective/collective.hpp"
 #include "models/hardware/catalog.hpp"
 #include "models/io/input_error.hpp"
@@ -159,4 +161,28 @@ TEST_CASE("CollNet only on a fabric whose switches reduce: EFA has no SHARP, and
   CHECK(cli.status == 2);
   CHECK(cli.output.find("SHARP") != std::string::npos);
   CHECK(test::run_cli("collective --instance dgx-h100 --nodes 4 --collnet -b 1G -e 1G", false).status == 0);
+}
+
+TEST_CASE("calibrate fits SHARP's share of the NICs from logs of a CollNet run, and a log of micsim's reads back as one") {
+  using test::run_cli;
+  // NVLS + SHARP bound by the network: 0.55 of 8 x 400 Gb/s is below NVLS's rate inside the node.
+  const std::string truth = test::temp_file("collnet-truth.yaml", "instance: dgx-h100\nnetwork: {collnet_efficiency: 0.55}\n");
+  std::string logs;
+  for (int nodes : {4, 8, 16}) {
+    const std::string out = test::temp_path("collnet-ar" + std::to_string(nodes) + ".txt");
+    REQUIRE(run_cli("collective --instance dgx-h100 --collnet --nodes " + std::to_string(nodes) +
+                    " --op all_reduce -b 64M -e 8G -f 4 --calibration " + truth + " > " + out).status == 0);
+    const auto rows = load_nccl_tests(out);
+    REQUIRE(!rows.empty());
+    CHECK(rows.front().collnet);  // the log says NCCL_COLLNET_ENABLE=1 and SHARP
+    logs += " --nccl-tests " + out;
+  }
+  const std::string cal = test::temp_path("collnet-fit.yaml");
+  auto r = run_cli("calibrate" + logs + " --instance dgx-h100 --out " + cal);
+  REQUIRE(r.status == 0);
+  const Calibration c = load_calibration(cal);
+  REQUIRE(c.collnet_efficiency.has_value());
+  CHECK(*c.collnet_efficiency == rel_approx(0.55).epsilon(0.03));
+  // The same logs without the CollNet lines cannot say so: --collnet does, and only on a fabric with SHARP.
+  CHECK(run_cli("calibrate" + logs + " --instance p5.48xlarge --collnet --out " + test::temp_path("x.yaml")).status == 2);
 }

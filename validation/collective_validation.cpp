@@ -52,6 +52,8 @@ const Param kParams[] = {
      0.05, 1.5, 0, 1.0 /* NCCL's own rate */, {1.0, 0.7, 1.0}},
     {"inter_tree_efficiency", "inter_tree_efficiency", &NetworkParams::inter_tree_efficiency, &Calibration::inter_tree_efficiency,
      0.05, 1.5, 0, 1.0, {1.0, 0.7, 1.0}},
+    {"collnet_efficiency", "collnet_efficiency", &NetworkParams::collnet_efficiency, &Calibration::collnet_efficiency,
+     0.05, 1.0, 0, 0.9, {0.9, 0.6, 0.97}},
     {"intra_efficiency", "intra_efficiency", &NetworkParams::intra_efficiency, &Calibration::intra_efficiency, 0.05, 1.25, 0, 0.98, {0.98, 0.8, 1.0}},
     {"intra_ramp_min", "intra_ramp", &NetworkParams::intra_ramp_min, &Calibration::intra_ramp_min, 0.05, 1.0, 0, 1.0, {0.5, 0.2, 0.8}},
     {"intra_ramp_half_kib", "intra_ramp", &NetworkParams::intra_ramp_half_bytes, &Calibration::intra_ramp_half_bytes, 1.0, 1e10, 0, 0,
@@ -276,6 +278,10 @@ NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>&
         return tuned(r, [](const TunerRegion& t) { return t.algorithm != NcclAlgorithm::Ring && t.protocol == Protocol::Simple; });
       }))
     params.push_back(&param("inter_tree_efficiency"));
+  // SHARP's share of the NICs: fitted where runs went through the switches with sizes where bandwidth counts
+  // (a run bound by NVLink inside the node does not move it, and the fit then leaves it where it was).
+  if (any([&](const NcclTestRow& r) { return (r.collnet || base.collnet) && r.nodes > 1 && r.op == CollectiveOp::AllReduce && r.bytes >= 64 * MiB; }))
+    params.push_back(&param("collnet_efficiency"));
   if (any([&](const NcclTestRow& r) { return r.nodes == 1 && r.bytes >= 64 * MiB; }))
     params.push_back(&param("intra_efficiency"));
   if (any([&](const NcclTestRow& r) { return r.nodes == 1 && r.bytes >= MiB && r.bytes <= 256 * MiB; })) {

@@ -6,7 +6,7 @@
 //   source: "nccl-tests logs ..."     # how it was made
 //   network: {intra_efficiency, intra_latency_scale, inter_efficiency, inter_efficiency_at_scale,
 //             inter_latency_us, inter_fixed_latency_us, nvls_efficiency, intra_ramp_min, intra_ramp_half_kib, inter_ramp_min,
-//             inter_ramp_half_kib, inter_ll128_efficiency, inter_tree_efficiency, call_overhead_us}
+//             inter_ramp_half_kib, inter_ll128_efficiency, inter_tree_efficiency, collnet_efficiency, call_overhead_us}
 //   compute: {gemm_efficiency, gemm_dim_half, gemm_overhead_us, gemm_fp8_efficiency, attention_efficiency,
 //             attention_backward_efficiency, hbm_efficiency, kernel_overhead_us, interference, collective_hbm_traffic,
 //             memory_pressure_onset, memory_pressure_slowdown, jitter_cv, straggler_stalls_per_gpu_hour, straggler_stall_ms, ...}
@@ -24,7 +24,7 @@ struct Calibration {
   std::string instance;
   std::string source;
   std::optional<double> intra_efficiency, intra_latency_scale, inter_efficiency, inter_efficiency_at_scale, inter_latency_s,
-      inter_fixed_latency_s, inter_ll128_efficiency, inter_tree_efficiency, nvls_efficiency, intra_ramp_min, intra_ramp_half_bytes, inter_ramp_min, inter_ramp_half_bytes, call_overhead_s;
+      inter_fixed_latency_s, inter_ll128_efficiency, inter_tree_efficiency, collnet_efficiency, nvls_efficiency, intra_ramp_min, intra_ramp_half_bytes, inter_ramp_min, inter_ramp_half_bytes, call_overhead_s;
   // What the net plugin reports to NCCL's cost model on this cluster (a setting, not fitted: it steers NCCL's pick only).
   std::optional<double> nccl_net_latency_s;
   std::optional<double> gemm_efficiency, gemm_dim_half, gemm_overhead_s, attention_efficiency, hbm_efficiency,
