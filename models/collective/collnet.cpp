@@ -9,10 +9,9 @@
 //                   the heads differ between channels (one per NIC), so on average each GPU forwards
 //                   2(r-1)/r·S, the same NVLink bytes as Direct, at NCCL's chain latencies;
 //   NVLS            the NVSwitch reduces and multicasts (S per GPU at NVLS's rate), SHARP between nodes.
-// All run Simple and all_reduce only. NCCL runs CollNet-Direct only on NVSwitch systems; micsim does not
-// check (every catalog instance on a fabric with SHARP has NVSwitch). (NCCL also offers CollNet-Direct all_gather / reduce_scatter where
-// the plugin implements them with one GPU per NIC; not modelled: micsim's instances put one NIC per GPU
-// only on some, and no published run measures it.)
+// All run Simple and all_reduce only. Not modelled: NCCL's CollNet-Direct all_gather / reduce_scatter
+// (where the plugin implements them, with one GPU per NIC; no published run measures them), and its rule
+// that CollNet-Direct needs NVSwitch (every catalog instance on a fabric with SHARP has it).
 #include <algorithm>
 #include <cmath>
 

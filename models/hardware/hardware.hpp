@@ -140,7 +140,6 @@ struct NetworkSpec {
 // switches do not reduce (FabricSpec::sharp).
 std::string collnet_problem(const NetworkSpec& n);
 
-
 struct InstanceSpec {
   std::string name;
   GpuSpec gpu;
