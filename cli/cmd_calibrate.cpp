@@ -204,9 +204,8 @@ Runner add_calibrate(CLI::App& app) {
     for (const auto& x : loaded)
       if (!any_mapped || map.instance_for(x) == inst.name) rows.push_back(x);
     if (o->collnet) {
-      NetworkSpec asked = inst.network;
-      asked.collnet = true;
-      if (std::string why = collnet_problem(asked); !why.empty()) throw InputError({"--collnet", 0, 0}, "collnet", why);
+      if (std::string why = collnet_problem_if_enabled(inst.network); !why.empty())
+        throw InputError({"--collnet", 0, 0}, "collnet", why);
       for (auto& x : rows) x.collnet = true;
     }
     FitOptions fo;

@@ -132,9 +132,8 @@ Runner add_collective(CLI::App& app) {
     outputs.output("--json", o->json);
     NetworkParams net = NetworkParams::from_instance(inst);
     if (o->collnet) {
-      NetworkSpec asked = inst.network;
-      asked.collnet = true;
-      if (std::string why = collnet_problem(asked); !why.empty()) throw InputError({"--collnet", 0, 0}, "collnet", why);
+      if (std::string why = collnet_problem_if_enabled(inst.network); !why.empty())
+        throw InputError({"--collnet", 0, 0}, "collnet", why);
       net.collnet = true;
     }
     if (!o->calibration.empty()) {

@@ -168,10 +168,14 @@ ErrorSummary summarize_errors(const std::vector<double>& rel) {
   return s;
 }
 
+// The network a row ran on: the instance's, with in-network reduction where the run enabled it.
+static NetworkParams network_of_row(NetworkParams net, const NcclTestRow& row) {
+  net.collnet = net.collnet || row.collnet;
+  return net;
+}
+
 double predict_time(const NetworkParams& net, const NcclTestRow& row) {
-  NetworkParams n = net;
-  n.collnet = n.collnet || row.collnet;  // the run enabled in-network reduction
-  CollectiveModel m(n);
+  CollectiveModel m(network_of_row(net, row));
   return m.estimate(row.op, row.bytes, GroupLayout::make(row.ranks, row.nodes), row.forced).time_s;
 }
 
@@ -198,8 +202,7 @@ std::vector<CollectiveComparison> compare_collectives(const std::vector<NcclTest
     CollectiveComparison c;
     c.row = r;
     c.instance = inst;
-    NetworkParams net = params_for(inst, cal);
-    net.collnet = net.collnet || r.collnet;  // the run enabled in-network reduction
+    const NetworkParams net = network_of_row(params_for(inst, cal), r);
     c.estimate = CollectiveModel(net).estimate(r.op, r.bytes, GroupLayout::make(r.ranks, r.nodes), r.forced);
     if (r.bytes >= 1024.0 * 1024.0) {
       auto bus = r.busbw_or_derived();

@@ -244,8 +244,6 @@ FabricSpec HardwareCatalog::parse_fabric(const YamlNode& n, const std::string& n
   if (auto v = n.get("ll128_efficiency")) f.ll128_efficiency = v->as_double_in(0.05, 1.5);
   if (auto v = n.get("tree_efficiency_at_scale")) f.tree_efficiency_at_scale = v->as_double_in(0.05, 1.5);
   if (auto v = n.get("nccl_net_latency_us")) f.nccl_net_latency_s = v->as_double_in(0, 1e5) * 1e-6;
-  // No SHARP measurement of the fabric's own: its switches reduce what two nodes' ring would carry.
-  f.collnet_efficiency = f.bandwidth_efficiency;
   if (auto v = n.get("collnet_efficiency")) f.collnet_efficiency = v->as_double_in(0.01, 1.0);
   if (auto v = n.get("sharp")) f.sharp = v->as_bool();
   if (auto v = n.get("source")) f.source = v->as_string();

@@ -111,7 +111,7 @@ struct FabricSpec {
   // NCCL >= 2.12): it steers NCCL's choice of algorithm and protocol, not the transfer itself.
   double nccl_net_latency_s = 0;
   // Fraction of the NICs' line rate a CollNet (SHARP) all_reduce reaches through the switches' reduction
-  // trees; < 0 until parsed, then the two-node ring efficiency unless the catalog states one.
+  // trees; < 0 when the catalog states none: then the two-node ring efficiency (NetworkParams::from_instance).
   double collnet_efficiency = -1;
   // The switches can reduce in the network (InfiniBand SHARP): a cluster on this fabric may enable CollNet.
   bool sharp = false;
@@ -139,6 +139,11 @@ struct NetworkSpec {
 // Why this network cannot run CollNet ("" when it can, or does not ask to): it asks for it on a fabric whose
 // switches do not reduce (FabricSpec::sharp).
 std::string collnet_problem(const NetworkSpec& n);
+// The same for a network asked to run CollNet, whatever it says itself (a --collnet flag).
+inline std::string collnet_problem_if_enabled(NetworkSpec n) {
+  n.collnet = true;
+  return collnet_problem(n);
+}
 
 struct InstanceSpec {
   std::string name;
