@@ -27,7 +27,7 @@ namespace {
 // The corpus: per source group, errors with the constants fitted on every group (in sample) and, with
 // --leave-one-source-out, with constants fitted on the other groups only (out of sample).
 int run_corpus_validation(const std::string& dir, bool held_out, const std::string& json_path, const std::string& bands_path, bool quiet,
-                          int threads, bool fit_stragglers) {
+                          int threads, bool fit_stragglers, bool fit_jitter_window) {
   OutputPlan outputs;
   outputs.output("--json", json_path);
   outputs.output("--write-bands", bands_path);
@@ -41,6 +41,8 @@ int run_corpus_validation(const std::string& dir, bool held_out, const std::stri
   // --fit-stragglers: the straggler terms are fitted too, from a start near the scaling series' own
   // shape (2 stalls per GPU-hour of 125 ms); off, they stay 0 as micsim's defaults are.
   if (fit_stragglers) start.straggler_stalls_per_gpu_hour = 2, start.straggler_stall_ms = 125;
+  // --fit-jitter-window: the jitter's window exponent too, from independent increments' 0.5.
+  if (fit_jitter_window) start.jitter_window_exponent = 0.5;
   const CorpusConstants all = fit_corpus_constants(rows, start, threads);
   auto in_sample = predict_corpus(rows, all, threads);
   nlohmann::json j = {{"rows", rows.size()}, {"compared", compared}};
@@ -251,7 +253,7 @@ Runner add_validate(CLI::App& app) {
   struct Opts {
     std::vector<std::string> datasets;
     std::string instance, json, calibration, op, corpus, bands, megatron, export_row;
-    bool quiet = false, held_out = false, fit_stragglers = false;
+    bool quiet = false, held_out = false, fit_stragglers = false, fit_jitter_window = false;
     int threads = 0;
   };
   auto o = std::make_shared<Opts>();
@@ -275,6 +277,9 @@ Runner add_validate(CLI::App& app) {
   cmd->add_flag("--fit-stragglers", o->fit_stragglers,
                 "With --corpus: also fit the straggler terms (calibration straggler_stalls_per_gpu_hour, straggler_stall_ms) "
                 "on the rows and the scaling series' per-GPU throughput change (off: they stay 0, micsim's default)");
+  cmd->add_flag("--fit-jitter-window", o->fit_jitter_window,
+                "With --corpus: also fit how the jitter's CV shrinks over longer micro-steps (calibration jitter_window_exponent) "
+                "on the rows and the scaling series' per-GPU throughput change");
   cmd->add_flag("--leave-one-source-out", o->held_out,
                 "nccl-tests: score each source with network terms fitted on the other sources only (per fabric, by node count)");
   return [o]() -> int {
@@ -292,8 +297,10 @@ Runner add_validate(CLI::App& app) {
       return export_corpus_scenario(o->corpus, o->export_row);
     }
     if (o->fit_stragglers && o->corpus.empty()) throw InputError({"--fit-stragglers", 0, 0}, "", "needs --corpus DIR (it fits the corpus's constants)");
+    if (o->fit_jitter_window && o->corpus.empty())
+      throw InputError({"--fit-jitter-window", 0, 0}, "", "needs --corpus DIR (it fits the corpus's constants)");
     if (!o->corpus.empty())
-      return run_corpus_validation(o->corpus, o->held_out, o->json, o->bands, o->quiet, o->threads, o->fit_stragglers);
+      return run_corpus_validation(o->corpus, o->held_out, o->json, o->bands, o->quiet, o->threads, o->fit_stragglers, o->fit_jitter_window);
     if (!o->instance.empty()) lookup_instance("--instance", o->instance);
     OutputPlan outputs;
     outputs.input(o->calibration);

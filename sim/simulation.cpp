@@ -373,14 +373,21 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
                                                           "for the slowest group", groups, k) : "";
     const std::string formula = groups > 1 ? fmt::format("(E[max of {}] + sd[max of {}] x E[max of {}] / sqrt {})", met, met, groups, k)
                                            : fmt::format("E[max of {}]", met);
+    const ComputeCalibration& c = p.compute_calibration;
+    // Where the CV depends on the micro-step's length, say over what window it was taken.
+    const std::string cv = c.jitter_window_exponent > 0
+                               ? fmt::format("CV {:.4g} over a {:.3g}-s micro-step = jitter_cv {:.4g} x (1 s / max(T, {:g} s))^{:.3g}",
+                                             effective_jitter_cv(p), micro_step_compute_seconds(p), c.jitter_cv, kJitterShortestWindowS,
+                                             c.jitter_window_exponent)
+                               : fmt::format("jitter_cv {:.4g}", c.jitter_cv);
     if (engine == "analytic")
       r.sources.push_back(fmt::format("jitter: a rank meets {} ranks per micro-step and runs at the slowest's pace{}: compute x {:.4f} "
-                                      "(jitter_cv {:.4g} x {}, standard normals; what communication hides is absorbed; docs/model.md sec 2.6)",
-                                      met, step_end, analytic_jitter_factor(p), p.compute_calibration.jitter_cv, formula));
+                                      "({} x {}, standard normals; what communication hides is absorbed; docs/model.md sec 2.6)",
+                                      met, step_end, analytic_jitter_factor(p), cv, formula));
     else
-      r.sources.push_back(fmt::format("jitter: each node's compute x (1 + {:.4g} x the largest of its GPUs' normal draws), drawn per micro-step "
+      r.sources.push_back(fmt::format("jitter: each node's compute x (1 + {} x the largest of its GPUs' normal draws), drawn per micro-step "
                                       "with {}; the {} ranks a micro-step meets run at their slowest's pace (what_if.jitter_seed; docs/model.md sec 2.6)",
-                                      p.compute_calibration.jitter_cv,
+                                      cv,
                                       p.scenario.what_if.jitter_seed ? fmt::format("seed {}", *p.scenario.what_if.jitter_seed)
                                                                      : std::string("micsim's fixed seed"),
                                       p.sync_ranks));
@@ -459,9 +466,18 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
 // or feeding a blocking collective, does not.
 int jitter_sync_groups(const PreparedSimulation& p) { return std::max(1, p.layout.world / p.sync_ranks); }
 
+double micro_step_compute_seconds(const PreparedSimulation& p) {
+  return p.step_compute_s / double(std::max<int64_t>(1, p.scenario.grad_accumulation_steps()));
+}
+
+double effective_jitter_cv(const PreparedSimulation& p) {
+  const ComputeCalibration& c = p.compute_calibration;
+  return jitter_cv_over_window(c.jitter_cv, c.jitter_window_exponent, micro_step_compute_seconds(p));
+}
+
 double analytic_jitter_factor(const PreparedSimulation& p) {
   const int micro_steps = static_cast<int>(std::min<int64_t>(p.scenario.grad_accumulation_steps(), 1 << 30));
-  return jitter_compute_factor(p.compute_calibration.jitter_cv, p.sync_ranks, jitter_sync_groups(p), micro_steps) +
+  return jitter_compute_factor(effective_jitter_cv(p), p.sync_ranks, jitter_sync_groups(p), micro_steps) +
          straggler_factor(p);
 }
 

@@ -104,6 +104,10 @@ SimulationResult simulate_analytic(const PreparedSimulation& p);
 // `sync_ranks` ranks a micro-step meets, and of the groups that meet at the step's end
 // (jitter_compute_factor, models/compute/jitter.hpp).
 double analytic_jitter_factor(const PreparedSimulation& p);
+// The compute noise both engines use: jitter_cv over this step's micro-step (the mean rank's compute per
+// micro-step), through jitter_window_exponent (jitter_cv_over_window, models/compute/jitter.hpp).
+double micro_step_compute_seconds(const PreparedSimulation& p);
+double effective_jitter_cv(const PreparedSimulation& p);
 // Its straggler part: the step's compute stretched by other ranks' stalls (models/compute/stragglers.hpp).
 double straggler_factor(const PreparedSimulation& p);
 // The world / sync_ranks groups of such ranks, which meet only at the step's end, after its micro-steps.

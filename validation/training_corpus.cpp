@@ -355,12 +355,13 @@ const std::vector<std::string>& CorpusConstants::names() {
   static const std::vector<std::string> n = {"host_launch_us", "attention_scale_ampere", "memory_pressure_slowdown", "jitter_cv",
                                              "gemm_scale_volta", "gemm_scale_ampere", "gemm_scale_hopper", "triton_attention_scale",
                                              "attention_scale_hopper", "straggler_stalls_per_gpu_hour", "straggler_stall_ms",
-                                             "interference"};
+                                             "interference", "jitter_window_exponent"};
   return n;
 }
 std::vector<double> CorpusConstants::values() const {
   return {host_launch_s * 1e6, attention_scale_ampere, memory_pressure_slowdown, jitter_cv, gemm_scale_volta, gemm_scale_ampere, gemm_scale_hopper,
-          triton_attention_scale, attention_scale_hopper, straggler_stalls_per_gpu_hour, straggler_stall_ms, interference};
+          triton_attention_scale, attention_scale_hopper, straggler_stalls_per_gpu_hour, straggler_stall_ms, interference,
+          jitter_window_exponent};
 }
 CorpusConstants CorpusConstants::from(const std::vector<double>& v) {
   CorpusConstants k;
@@ -369,6 +370,7 @@ CorpusConstants CorpusConstants::from(const std::vector<double>& v) {
   k.triton_attention_scale = v[7], k.attention_scale_hopper = v[8];
   k.straggler_stalls_per_gpu_hour = v[9], k.straggler_stall_ms = v[10];
   k.interference = v[11];
+  k.jitter_window_exponent = v[12];
   return k;
 }
 
@@ -393,6 +395,7 @@ std::vector<CorpusPrediction> predict_corpus(const std::vector<CorpusRow>& rows,
       sc.calibration.host_launch_s = k.host_launch_s;
       sc.calibration.memory_pressure_slowdown = k.memory_pressure_slowdown;
       sc.calibration.jitter_cv = std::max(1e-9, k.jitter_cv);
+      sc.calibration.jitter_window_exponent = k.jitter_window_exponent;
       sc.calibration.straggler_rate_per_s = k.straggler_stalls_per_gpu_hour / 3600.0;
       sc.calibration.straggler_stall_s = k.straggler_stall_ms * 1e-3;
       sc.calibration.triton_attention_scale = k.triton_attention_scale;
@@ -475,17 +478,23 @@ CorpusConstants fit_corpus_constants(const std::vector<CorpusRow>& rows, const C
   // cannot tell a stall that grows with the ranks from a slower kernel). Each series' change then weighs
   // sqrt(rows / series), so all series together count as much as all rows. Off by default: held out it
   // did not help (docs/model.md sec 2.6).
+  const int window = constant_index("jitter_window_exponent");
+  const bool fit_stragglers = v0[9] > 0 && v0[10] > 0, fit_window = v0[window] > 0;
   size_t n_series = 0, n_rows = 0;
-  if (v0[9] > 0 && v0[10] > 0) {
+  if (fit_stragglers || fit_window) {
     std::vector<CorpusPrediction> compared;  // the rows a fit compares; the series need no simulation to be counted
     for (const auto& r : rows)
       if (r.skip_reason.empty()) compared.push_back(CorpusPrediction{&r});
     n_series = scaling_series_ends(compared).size(), n_rows = compared.size();
   }
-  if (n_series > 0) {
+  if (n_series > 0 && fit_stragglers) {
     params.push_back({"straggler_stalls_per_gpu_hour", v0[9], 0.0, 100.0}), fitted.push_back(9);
     params.push_back({"straggler_stall_ms", v0[10], 1.0, 5000.0}), fitted.push_back(10);
   }
+  // The jitter's window exponent (opt-in: a start > 0, `validate --corpus --fit-jitter-window`): how
+  // the noise shrinks over longer micro-steps is what the series' losses at different micro-step
+  // lengths tell, so it is fitted on their per-GPU throughput change too, weighted as above.
+  if (n_series > 0 && fit_window) params.push_back({"jitter_window_exponent", v0[window], 0.0, 1.0}), fitted.push_back(window);
   const double series_weight = n_series > 0 ? std::sqrt(double(n_rows) / double(n_series)) : 0.0;
   auto expand = [&](const std::vector<double>& v) {
     std::vector<double> all = v0;

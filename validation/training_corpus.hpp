@@ -51,6 +51,7 @@ struct CorpusConstants {
   double attention_scale_hopper = 1.0;  // the same on Hopper (the kernel data differ per GPU in pass and head size)
   double memory_pressure_slowdown = 0.25;
   double jitter_cv = 0.01;              // per-rank compute-time noise (coefficient of variation)
+  double jitter_window_exponent = 0;    // how that CV shrinks over longer micro-steps (0: it does not); fit start
   double straggler_stalls_per_gpu_hour = 0, straggler_stall_ms = 0;  // rare long stalls (models/compute/stragglers.hpp); fit start
   double gemm_scale_volta = 1.0, gemm_scale_ampere = 1.0, gemm_scale_hopper = 1.0;  // sustained GEMMs per generation
   double triton_attention_scale = 1.0;  // FlashAttention in Triton against the paper's FA2 ratios

@@ -17,7 +17,7 @@ constexpr Term kTerms[] = {
     &Calibration::call_overhead_s, &Calibration::nccl_net_latency_s, &Calibration::gemm_efficiency, &Calibration::gemm_dim_half, &Calibration::gemm_overhead_s,
     &Calibration::attention_efficiency, &Calibration::hbm_efficiency, &Calibration::kernel_overhead_s, &Calibration::interference,
     &Calibration::collective_hbm_traffic, &Calibration::memory_pressure_onset, &Calibration::memory_pressure_slowdown,
-    &Calibration::attention_backward_efficiency, &Calibration::gemm_fp8_efficiency, &Calibration::eager_scale, &Calibration::jitter_cv, &Calibration::straggler_rate_per_s, &Calibration::straggler_stall_s,
+    &Calibration::attention_backward_efficiency, &Calibration::gemm_fp8_efficiency, &Calibration::eager_scale, &Calibration::jitter_cv, &Calibration::jitter_window_exponent, &Calibration::straggler_rate_per_s, &Calibration::straggler_stall_s,
     &Calibration::attention_scale, &Calibration::host_launch_s, &Calibration::gemm_scale, &Calibration::triton_attention_scale,
     &Calibration::attention_seq_half_causal, &Calibration::attention_seq_half_full};
 }  // namespace
@@ -72,6 +72,7 @@ void Calibration::apply(ComputeCalibration& c) const {
   if (gemm_fp8_efficiency) c.gemm_fp8_efficiency = *gemm_fp8_efficiency;
   if (eager_scale) c.eager_scale = *eager_scale;
   if (jitter_cv) c.jitter_cv = *jitter_cv;
+  if (jitter_window_exponent) c.jitter_window_exponent = *jitter_window_exponent;
   if (straggler_rate_per_s) c.straggler_rate_per_s = *straggler_rate_per_s;
   if (straggler_stall_s) c.straggler_stall_s = *straggler_stall_s;
   if (attention_scale) c.attention_scale = *attention_scale;
@@ -85,7 +86,7 @@ void Calibration::apply(ComputeCalibration& c) const {
   // (none given = a rate that does not depend on length).
   if (has_attention_terms())
     c.attention_seq_half = {attention_seq_half_causal.value_or(0), attention_seq_half_full.value_or(0)};
-  if (attention_seq_half_causal || attention_seq_half_full || eager_scale || jitter_cv || straggler_rate_per_s || straggler_stall_s || attention_scale || host_launch_s || gemm_scale || triton_attention_scale ||
+  if (attention_seq_half_causal || attention_seq_half_full || eager_scale || jitter_cv || jitter_window_exponent || straggler_rate_per_s || straggler_stall_s || attention_scale || host_launch_s || gemm_scale || triton_attention_scale ||
       gemm_efficiency || gemm_dim_half || gemm_overhead_s || attention_efficiency || hbm_efficiency || kernel_overhead_s ||
       interference || collective_hbm_traffic || memory_pressure_onset || memory_pressure_slowdown || attention_backward_efficiency ||
       gemm_fp8_efficiency)
@@ -134,7 +135,7 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
     cmp->check_keys({"gemm_efficiency", "gemm_dim_half", "gemm_overhead_us", "attention_efficiency",
                      "hbm_efficiency", "kernel_overhead_us", "interference", "collective_hbm_traffic", "memory_pressure_onset",
                      "memory_pressure_slowdown", "attention_backward_efficiency", "gemm_fp8_efficiency", "eager_scale",
-                     "jitter_cv", "straggler_stalls_per_gpu_hour", "straggler_stall_ms", "attention_scale", "host_launch_us", "gemm_scale", "triton_attention_scale",
+                     "jitter_cv", "jitter_window_exponent", "straggler_stalls_per_gpu_hour", "straggler_stall_ms", "attention_scale", "host_launch_us", "gemm_scale", "triton_attention_scale",
                      "attention_seq_half_causal", "attention_seq_half_full"});
     if (auto v = cmp->get("attention_seq_half_causal")) c.attention_seq_half_causal = v->as_double_in(0.0, 1e6);
     if (auto v = cmp->get("attention_seq_half_full")) c.attention_seq_half_full = v->as_double_in(0.0, 1e6);
@@ -144,6 +145,7 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
     if (auto v = cmp->get("host_launch_us")) c.host_launch_s = v->as_double_in(0.0, 1e4) * 1e-6;
     if (auto v = cmp->get("eager_scale")) c.eager_scale = v->as_double_in(0.0, 20.0);
     if (auto v = cmp->get("jitter_cv")) c.jitter_cv = v->as_double_in(0.0, 1.0);
+    if (auto v = cmp->get("jitter_window_exponent")) c.jitter_window_exponent = v->as_double_in(0.0, 1.0);
     if (auto v = cmp->get("straggler_stalls_per_gpu_hour")) c.straggler_rate_per_s = v->as_double_in(0.0, 3600.0) / 3600.0;
     if (auto v = cmp->get("straggler_stall_ms")) c.straggler_stall_s = v->as_double_in(0.0, 6e4) * 1e-3;
     if (auto v = cmp->get("attention_backward_efficiency")) c.attention_backward_efficiency = v->as_double_in(0.01, 1.0);
@@ -202,6 +204,7 @@ std::string Calibration::to_yaml() const {
   put(cmp, "gemm_fp8_efficiency", gemm_fp8_efficiency);
   put(cmp, "eager_scale", eager_scale);
   put(cmp, "jitter_cv", jitter_cv);
+  put(cmp, "jitter_window_exponent", jitter_window_exponent);
   put(cmp, "straggler_stalls_per_gpu_hour", straggler_rate_per_s, 3600.0);
   put(cmp, "straggler_stall_ms", straggler_stall_s, 1e3);
   put(cmp, "attention_scale", attention_scale);

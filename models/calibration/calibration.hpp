@@ -9,7 +9,7 @@
 //             inter_ramp_half_kib, inter_ll128_efficiency, inter_tree_efficiency, collnet_efficiency, call_overhead_us}
 //   compute: {gemm_efficiency, gemm_dim_half, gemm_overhead_us, gemm_fp8_efficiency, attention_efficiency,
 //             attention_backward_efficiency, hbm_efficiency, kernel_overhead_us, interference, collective_hbm_traffic,
-//             memory_pressure_onset, memory_pressure_slowdown, jitter_cv, straggler_stalls_per_gpu_hour, straggler_stall_ms, ...}
+//             memory_pressure_onset, memory_pressure_slowdown, jitter_cv, jitter_window_exponent, straggler_stalls_per_gpu_hour, straggler_stall_ms, ...}
 #include <optional>
 #include <string>
 
@@ -29,7 +29,7 @@ struct Calibration {
   std::optional<double> nccl_net_latency_s;
   std::optional<double> gemm_efficiency, gemm_dim_half, gemm_overhead_s, attention_efficiency, hbm_efficiency,
       kernel_overhead_s, interference, collective_hbm_traffic, memory_pressure_onset, memory_pressure_slowdown, attention_backward_efficiency,
-      gemm_fp8_efficiency, eager_scale, jitter_cv, straggler_rate_per_s, straggler_stall_s, attention_scale, host_launch_s, gemm_scale, triton_attention_scale,
+      gemm_fp8_efficiency, eager_scale, jitter_cv, jitter_window_exponent, straggler_rate_per_s, straggler_stall_s, attention_scale, host_launch_s, gemm_scale, triton_attention_scale,
       attention_seq_half_causal, attention_seq_half_full;
 
   bool empty() const;

@@ -77,6 +77,10 @@ struct ComputeCalibration {
   // micro-step runs at the pace of the slowest of N draws (jitter_sync_ranks; fitted on the corpus,
   // whose scaling series determine it).
   double jitter_cv = 0.0380;      // micsim validate --corpus: fit on all rows (scaling series included)
+  // How that CV shrinks over longer micro-steps: noise that decorrelates within about a second averages
+  // out over a longer interval, CV(T) = jitter_cv x (1 s / max(T, 0.1 s))^exponent (jitter_cv_over_window,
+  // models/compute/jitter.hpp). 0: the same CV whatever the micro-step's length.
+  double jitter_window_exponent = 0.0;
   // Stragglers (models/compute/stragglers.hpp): rare long stalls of a GPU's host, Poisson per GPU at
   // this rate, each this long; every synchronisation waits for them. Off (0) by default: fitted with the
   // corpus they did not help held out (validate --corpus --fit-stragglers; docs/model.md sec 2.6).

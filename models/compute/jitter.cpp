@@ -66,4 +66,9 @@ double jitter_compute_factor(double cv, int ranks, int groups, int micro_steps) 
   return 1.0 + cv * excess;
 }
 
+double jitter_cv_over_window(double cv_1s, double exponent, double window_s) {
+  if (exponent <= 0 || !(window_s > 0)) return cv_1s;
+  return cv_1s * std::pow(kJitterReferenceWindowS / std::max(window_s, kJitterShortestWindowS), exponent);
+}
+
 }  // namespace micsim

@@ -31,4 +31,15 @@ double stddev_max_standard_normal(int n);
 // approximates E[max of ranks·groups], as it must (a normal approximation of the groups' maxima).
 double jitter_compute_factor(double cv, int ranks, int groups, int micro_steps);
 
+// The compute-time noise over a micro-step of `window_s` seconds (the mean rank's compute). Noise with a
+// short correlation time averages out over a longer interval (independent increments: CV ~ T^-1/2), so
+// a rank's lead or lag over a 10-s micro-step is a smaller share of it than over a 0.3-s one. Measured on
+// one H200 (validation/data/jitter.md section 4): CV 4.5 % per 8-ms iteration but in episodes of 10-40
+// iterations, 3.7 % over 96 ms, 2.3 % over 0.4 s, 1.1 % over 0.8 s. `cv_1s` is the CV over a one-second
+// window; below kJitterShortestWindowS the noise no longer averages out (those episodes), so the CV stops
+// growing there. exponent 0 gives cv_1s whatever the window.
+constexpr double kJitterReferenceWindowS = 1.0;
+constexpr double kJitterShortestWindowS = 0.1;
+double jitter_cv_over_window(double cv_1s, double exponent, double window_s);
+
 }  // namespace micsim

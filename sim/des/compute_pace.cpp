@@ -48,7 +48,7 @@ class PaceSampler {
   PaceSampler(const PreparedSimulation& p, int nodes)
       : nodes_(nodes),
         gpus_(std::max(1, p.layout.gpus_per_node)),
-        cv_(p.compute_calibration.jitter_cv),
+        cv_(effective_jitter_cv(p)),
         jitter_(cv_ > 0 && p.layout.world > 1),
         rng_(p.scenario.what_if.jitter_seed.value_or(0x6d696373696dULL)) {  // default: "micsim"
     group_ = sync_groups(p, nodes_);
