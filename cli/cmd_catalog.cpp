@@ -76,6 +76,9 @@ json fabric_json(const FabricSpec& f) {
           {"nccl_net_latency_us", f.nccl_net_latency_s * 1e6},
           {"ramp_min", f.ramp_min},
           {"ramp_half_kib", f.ramp_half_bytes / 1024.0},
+          {"sharp", f.sharp},
+          // Node counts of the published measurements the terms rest on; null: assumed.
+          {"measured_nodes", f.measured_nodes_hi > 0 ? json::array({f.measured_nodes_lo, f.measured_nodes_hi}) : json(nullptr)},
           {"source", f.source}};
 }
 

@@ -136,10 +136,12 @@ Runner add_collective(CLI::App& app) {
         throw InputError({"--collnet", 0, 0}, "collnet", why);
       net.collnet = true;
     }
+    std::string extrapolation = inst.network.fabric.extrapolation_note(o->nodes);
     if (!o->calibration.empty()) {
       Calibration cal = load_calibration(o->calibration);
       cal.check_applies_to(inst.name, {"--calibration " + o->calibration, 0, 0});
       cal.apply(net);
+      if (cal.inter_efficiency || cal.inter_efficiency_at_scale) extrapolation.clear();  // this cluster's own terms
     }
     CollectiveModel model(net);
     const int ranks = g * o->nodes;
@@ -148,6 +150,7 @@ Runner add_collective(CLI::App& app) {
                                    o->op, inst.name, o->nodes, g, net.source);
     // As NCCL_DEBUG=INFO would show it: the log then reads back as a CollNet run (collnet_enabled).
     if (net.collnet) text += "# NCCL INFO NCCL_COLLNET_ENABLE set by environment to 1 (in-network reduction: SHARP)\n";
+    if (!extrapolation.empty()) text += "# micsim warning: " + extrapolation + "\n";
     text += "#\n# Using devices\n";
     // nccl-tests lists every rank; past 64 the list says how many it leaves out (a 65,536-node run
     // would otherwise print half a million lines before the table).
@@ -217,7 +220,8 @@ Runner add_collective(CLI::App& app) {
     text += mispick_note(estimates, fastest, sizes);
     if (!o->json.empty()) {
       nlohmann::json j = {{"instance", inst.name}, {"nodes", o->nodes}, {"gpus_per_node", g}, {"op", o->op},
-                          {"engine", o->engine}, {"network_source", net.source}, {"rows", rows}};
+                          {"engine", o->engine}, {"network_source", net.source}, {"rows", rows},
+                          {"warnings", extrapolation.empty() ? nlohmann::json::array() : nlohmann::json::array({extrapolation})}};
       write_output_file(o->json, json_text(versioned(j, "collective")));
     }
     if (o->json != "-") write_stdout(text);

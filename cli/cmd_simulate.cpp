@@ -1,4 +1,5 @@
 // micsim simulate SCENARIO [--engine analytic|simgrid] [--set key=value]... [--json FILE] [--trace FILE]
+#include <algorithm>
 #include <fmt/format.h>
 
 #include <iostream>
@@ -96,6 +97,9 @@ Runner add_simulate(CLI::App& app) {
                                       sc.cluster.nodes, simulated_nodes, details.flows, details.events, details.wall_s,
                                       details.peak_rss_kib / 1024, details.critical_node));
     }
+    // What the run itself found (e.g. a cluster larger than its fabric's measurements): after the scenario's own.
+    for (const auto& w : r.warnings)
+      if (std::find(sc.warnings.begin(), sc.warnings.end(), w) == sc.warnings.end()) std::cerr << "micsim: warning: " << w << "\n";
     if (!o->trace.empty()) write_output_file(o->trace, trace);
     if (!o->json.empty()) write_output_file(o->json, json_text(versioned(to_json(r), "simulate")));
     write_handoffs(handoff_paths, all_handoffs(sc, r));

@@ -780,6 +780,13 @@ std::string format_plan(const PlanResult& r) {
       o += fmt::format("\n  The winner is clear of the runner-up beyond micsim's error ({}). Winner's 90 % interval {:.0f}-{:.0f} "
                        "tokens/s.\n", spread, w.tokens_per_s_low, w.tokens_per_s_high);
   }
+  // Rows shown whose cluster is larger than the measurements its fabric's terms rest on (or whose fabric's
+  // terms are assumed): their step times carry an error the published rows do not bound.
+  std::set<std::string> network_notes;
+  for (size_t i = 0; i < r.ranking.size() && int(i) < s.top; ++i)
+    for (const auto& w : r.ranking[i].eval->best().warnings)
+      if (w.rfind("network: ", 0) == 0) network_notes.insert(w);
+  for (const auto& n : network_notes) o += "\n  Note, " + n + "\n";
   if (!r.pareto.empty()) {
     o += "\n  Pareto front, throughput vs cost (* above):\n";
     for (size_t i : r.pareto) {

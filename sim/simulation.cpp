@@ -450,6 +450,12 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
   if (sc.cluster.instance.price_usd_per_hour)
     r.sources.push_back(fmt::format("price: {} ({})", sc.cluster.instance.name, sc.cluster.instance.price_note));
   r.warnings = sc.warnings;
+  // Where the cluster is larger than anything the fabric's terms were measured on, and no calibration of
+  // this cluster's own replaces them, the collective times are an extrapolation: say so.
+  const Calibration& cal = sc.calibration;
+  if (!cal.inter_efficiency && !cal.inter_efficiency_at_scale)
+    if (std::string note = sc.cluster.instance.network.fabric.extrapolation_note(sc.cluster.nodes); !note.empty())
+      r.warnings.push_back(note);
   r.timeline = std::move(tl);
   return r;
 }

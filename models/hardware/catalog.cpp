@@ -228,7 +228,7 @@ static NcclAlgorithm parse_algorithm(const YamlNode& n) {
 FabricSpec HardwareCatalog::parse_fabric(const YamlNode& n, const std::string& name) const {
   n.check_keys({"latency_us", "bandwidth_efficiency", "bandwidth_efficiency_at_scale", "ramp_min", "ramp_half_kib", "algorithms",
                 "ll128", "ll128_efficiency", "tree_efficiency_at_scale", "fixed_latency_us", "nccl_net_latency_us",
-                "collnet_efficiency", "sharp", "source"});
+                "collnet_efficiency", "sharp", "measured_nodes", "source"});
   FabricSpec f;
   f.name = name;
   f.latency_s = n.at("latency_us").as_double_in(kMinInterLatencyS * 1e6, 1e5) * 1e-6;
@@ -246,8 +246,26 @@ FabricSpec HardwareCatalog::parse_fabric(const YamlNode& n, const std::string& n
   if (auto v = n.get("nccl_net_latency_us")) f.nccl_net_latency_s = v->as_double_in(0, 1e5) * 1e-6;
   if (auto v = n.get("collnet_efficiency")) f.collnet_efficiency = v->as_double_in(0.01, 1.0);
   if (auto v = n.get("sharp")) f.sharp = v->as_bool();
+  if (auto v = n.get("measured_nodes")) {
+    const auto range = v->items();
+    if (range.size() != 2) v->fail("expected [lo, hi]: the node counts of the measurements the fabric's terms rest on");
+    f.measured_nodes_lo = int(range[0].as_int_in(1, 1 << 20));
+    f.measured_nodes_hi = int(range[1].as_int_in(f.measured_nodes_lo, 1 << 20));
+  }
   if (auto v = n.get("source")) f.source = v->as_string();
   return f;
+}
+
+std::string FabricSpec::extrapolation_note(int nodes) const {
+  if (nodes <= 1) return "";
+  if (measured_nodes_hi == 0)
+    return fmt::format("network: fabric {}'s terms are assumed, not fitted on published measurements (catalog source: {}); "
+                       "collective times across its {} nodes are the model's guess", name, source, nodes);
+  if (nodes <= measured_nodes_hi) return "";
+  return fmt::format("network: fabric {}'s terms rest on measurements over {}-{} nodes (catalog measured_nodes); at {} nodes its "
+                     "bandwidth efficiency ({:.3g} at scale) is extrapolated and the published rows do not bound the error there; "
+                     "a calibration from this cluster's own nccl-tests logs replaces it (micsim calibrate)",
+                     name, measured_nodes_lo, measured_nodes_hi, nodes, bandwidth_efficiency_at_scale);
 }
 
 InstanceSpec HardwareCatalog::parse_instance(const YamlNode& n, const std::string& name) const {

@@ -115,7 +115,13 @@ struct FabricSpec {
   double collnet_efficiency = -1;
   // The switches can reduce in the network (InfiniBand SHARP): a cluster on this fabric may enable CollNet.
   bool sharp = false;
+  // Node counts of the published collective measurements its terms were fitted or checked on (catalog
+  // `measured_nodes: [lo, hi]`; 0 = none: the terms are assumed). Beyond hi, the efficiency at scale is an
+  // extrapolation of the 1/n form (NetworkParams::inter_efficiency_for), and simulate says so.
+  int measured_nodes_lo = 0, measured_nodes_hi = 0;
   std::string source;
+  // A line for a user whose collectives span `nodes` nodes outside that range ("" inside it or on one node).
+  std::string extrapolation_note(int nodes) const;
 };
 
 struct IntraNodeSpec {

@@ -1,0 +1,90 @@
+// Where a fabric's network terms stop being measured (catalog `measured_nodes`): the ranges agree with the
+// published rows micsim maps to each fabric, and simulate / collective warn beyond them.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include "helpers.hpp"
+#include "models/hardware/catalog.hpp"
+#include "validation/collective_validation.hpp"
+#include "validation/nccl_tests.hpp"
+
+using namespace micsim;
+using micsim::test::run;
+using micsim::test::scenario;
+
+TEST_CASE("measured_nodes: every fabric's range covers the multi-node published rows mapped to it, and no more than they and its cited texts reach") {
+  const ClusterMap map = ClusterMap::builtin();
+  const HardwareCatalog& cat = HardwareCatalog::builtin();
+  std::map<std::string, std::pair<int, int>> seen;  // fabric -> min, max nodes of its mapped multi-node rows
+  for (const auto& e : std::filesystem::directory_iterator(std::string(MICSIM_SOURCE_DIR) + "/validation/data/nccl-tests")) {
+    if (e.path().extension() != ".csv") continue;
+    for (const NcclTestRow& row : load_nccl_tests(e.path().string())) {
+      // CollNet rows move a node's data through the switches' reduction, not its ring or tree: they say
+      // nothing of the efficiency at scale the range stands for.
+      if (row.nodes < 2 || row.collnet) continue;
+      const auto inst = map.instance_for(row);
+      if (!inst) continue;
+      const std::string fabric = cat.find_instance(*inst)->network.fabric.name;
+      auto [it, fresh] = seen.emplace(fabric, std::make_pair(row.nodes, row.nodes));
+      it->second.first = std::min(it->second.first, row.nodes), it->second.second = std::max(it->second.second, row.nodes);
+    }
+  }
+  REQUIRE(seen.count("infiniband-ndr"));
+  REQUIRE(seen.count("efa-v2"));
+  for (const auto& [fabric, range] : seen) {
+    const FabricSpec* f = cat.find_fabric(fabric);
+    REQUIRE(f);
+    CHECK_MESSAGE(f->measured_nodes_hi > 0, fabric << " has published rows but no measured_nodes");
+    CHECK_MESSAGE(f->measured_nodes_lo <= range.first, fabric);
+    CHECK_MESSAGE(f->measured_nodes_hi >= range.second, fabric);
+  }
+  // The rows themselves reach these (a catalog range wider than them rests on a cited text: efa-2019's
+  // 8-32 nodes of NVIDIA/nccl#235).
+  CHECK(seen["infiniband-ndr"] == std::make_pair(2, 8));
+  CHECK(seen["efa-v2"].second == 32);
+  CHECK(cat.find_fabric("infiniband-ndr")->measured_nodes_hi == 8);
+  CHECK(cat.find_fabric("efa-2019")->measured_nodes_hi == 32);
+  // Assumed fabrics say so: RoCE has no published multi-node row.
+  CHECK(cat.find_fabric("roce-1600g")->measured_nodes_hi == 0);
+}
+
+TEST_CASE("measured_nodes: the note appears beyond the range or on an assumed fabric, never inside it or on one node") {
+  const FabricSpec& ndr = *HardwareCatalog::builtin().find_fabric("infiniband-ndr");
+  CHECK(ndr.extrapolation_note(1).empty());
+  CHECK(ndr.extrapolation_note(8).empty());
+  const std::string beyond = ndr.extrapolation_note(64);
+  CHECK(beyond.find("2-8 nodes") != std::string::npos);
+  CHECK(beyond.find("64 nodes") != std::string::npos);
+  const std::string assumed = HardwareCatalog::builtin().find_fabric("roce-1600g")->extrapolation_note(2);
+  CHECK(assumed.find("assumed") != std::string::npos);
+  CHECK(HardwareCatalog::builtin().find_fabric("roce-1600g")->extrapolation_note(1).empty());
+}
+
+TEST_CASE("measured_nodes: simulate and collective warn beyond the fabric's measurements unless a calibration sets its efficiencies") {
+  auto warned = [](const SimulationResult& r) {
+    return std::any_of(r.warnings.begin(), r.warnings.end(), [](const std::string& w) { return w.find("measured_nodes") != std::string::npos; });
+  };
+  // DGX H100 on NDR: measured up to 8 nodes.
+  CHECK_FALSE(warned(run(scenario("dgx-h100", 8, "llama2-7b", "zero3", 1, 64))));
+  CHECK(warned(run(scenario("dgx-h100", 16, "llama2-7b", "zero3", 1, 128))));
+  Scenario own = scenario("dgx-h100", 16, "llama2-7b", "zero3", 1, 128);
+  own.calibration.inter_efficiency_at_scale = 0.8;  // this cluster's own, e.g. from micsim calibrate
+  CHECK_FALSE(warned(run(own)));
+
+  const auto wide = micsim::test::run_cli("collective --instance dgx-h100 --nodes 32 --op all_gather -b 1M -e 1M");
+  CHECK(wide.status == 0);
+  CHECK(wide.output.find("# micsim warning: network: fabric infiniband-ndr") != std::string::npos);
+  const auto narrow = micsim::test::run_cli("collective --instance dgx-h100 --nodes 4 --op all_gather -b 1M -e 1M");
+  CHECK(narrow.status == 0);
+  CHECK(narrow.output.find("micsim warning") == std::string::npos);
+
+  // plan: a note under the ranking for the rows shown.
+  const auto plan = micsim::test::run_cli(std::string("plan ") + MICSIM_SOURCE_DIR +
+                                          "/scenarios/bert-10b-mics-p3dn-16-nodes.yaml --instances dgx-h100 --nodes 16 --strategies zero3 "
+                                          "--micro-batches 8 --refine 0");
+  CHECK(plan.status == 0);
+  CHECK(plan.output.find("Note, network: fabric infiniband-ndr's terms rest on measurements over 2-8 nodes") != std::string::npos);
+}
