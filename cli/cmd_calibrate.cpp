@@ -233,6 +233,14 @@ Runner add_calibrate(CLI::App& app) {
     log << fmt::format("\nmedian |error| {:.1f}% -> {:.1f}%, p90 {:.1f}% -> {:.1f}%\n", 100 * sb.median_abs,
                              100 * sa.median_abs, 100 * sb.p90_abs, 100 * sa.p90_abs);
     c.overlay(fit.calibration);
+    // The node counts its inter-node terms rest on: beyond them a simulation says it extrapolates.
+    if (c.sets_inter_efficiency()) {
+      std::optional<std::pair<int, int>> range;
+      for (const auto& r : fit.rows)
+        if (r.nodes >= 2) range = range ? std::make_pair(std::min(range->first, r.nodes), std::max(range->second, r.nodes))
+                                        : std::make_pair(r.nodes, r.nodes);
+      if (range) c.measured_nodes = range;
+    }
     // A log's NCCL settings the model has no term for are in the fitted terms now: the file says so.
     std::set<std::string> settings;
     for (const auto& r : fit.rows)

@@ -136,13 +136,13 @@ Runner add_collective(CLI::App& app) {
         throw InputError({"--collnet", 0, 0}, "collnet", why);
       net.collnet = true;
     }
-    std::string extrapolation = inst.network.fabric.extrapolation_note(o->nodes);
+    Calibration cal;
     if (!o->calibration.empty()) {
-      Calibration cal = load_calibration(o->calibration);
+      cal = load_calibration(o->calibration);
       cal.check_applies_to(inst.name, {"--calibration " + o->calibration, 0, 0});
       cal.apply(net);
-      if (cal.inter_efficiency || cal.inter_efficiency_at_scale) extrapolation.clear();  // this cluster's own terms
     }
+    const std::string extrapolation = cal.network_extrapolation_note(inst.network.fabric, o->nodes);
     CollectiveModel model(net);
     const int ranks = g * o->nodes;
     GroupLayout layout = GroupLayout::make(ranks, o->nodes);

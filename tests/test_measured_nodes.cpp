@@ -7,6 +7,7 @@
 #include <map>
 
 #include "helpers.hpp"
+#include "models/calibration/calibration.hpp"
 #include "models/hardware/catalog.hpp"
 #include "validation/collective_validation.hpp"
 #include "validation/nccl_tests.hpp"
@@ -56,7 +57,7 @@ TEST_CASE("measured_nodes: the note appears beyond the range or on an assumed fa
   CHECK(ndr.extrapolation_note(1).empty());
   CHECK(ndr.extrapolation_note(8).empty());
   const std::string beyond = ndr.extrapolation_note(64);
-  CHECK(beyond.find("2-8 nodes") != std::string::npos);
+  CHECK(beyond.find("measurements on 2-8 nodes") != std::string::npos);
   CHECK(beyond.find("64 nodes") != std::string::npos);
   const std::string assumed = HardwareCatalog::builtin().find_fabric("roce-1600g")->extrapolation_note(2);
   CHECK(assumed.find("assumed") != std::string::npos);
@@ -86,5 +87,37 @@ TEST_CASE("measured_nodes: simulate and collective warn beyond the fabric's meas
                                           "/scenarios/bert-10b-mics-p3dn-16-nodes.yaml --instances dgx-h100 --nodes 16 --strategies zero3 "
                                           "--micro-batches 8 --refine 0");
   CHECK(plan.status == 0);
-  CHECK(plan.output.find("Note, network: fabric infiniband-ndr's terms rest on measurements over 2-8 nodes") != std::string::npos);
+  CHECK(plan.output.find("Note, network: fabric infiniband-ndr's terms rest on measurements on 2-8 nodes") != std::string::npos);
 }
+
+TEST_CASE("measured_nodes: a calibration carries the node counts of the rows it was fitted on, and simulate warns beyond them") {
+  const Calibration own = parse_calibration("instance: dgx-h100\nnetwork:\n  inter_efficiency: 0.8\n  measured_nodes: [2, 4]\n", "own.yaml");
+  REQUIRE(own.measured_nodes);
+  CHECK(*own.measured_nodes == std::make_pair(2, 4));
+  CHECK(parse_calibration(own.to_yaml(), "again.yaml").measured_nodes == own.measured_nodes);
+  CHECK_THROWS_AS(parse_calibration("network:\n  measured_nodes: [4, 2]\n", "bad.yaml"), InputError);
+  CHECK_THROWS_AS(parse_calibration("network:\n  measured_nodes: [4]\n", "bad.yaml"), InputError);
+  const FabricSpec& ndr = *HardwareCatalog::builtin().find_fabric("infiniband-ndr");
+  // Its own range replaces the fabric's: 8 nodes are within NDR's published rows but beyond these logs.
+  CHECK(own.network_extrapolation_note(ndr, 4).empty());
+  CHECK(own.network_extrapolation_note(ndr, 8).find("own.yaml was fitted on nccl-tests rows on 2-4 nodes") != std::string::npos);
+  Calibration hand = own;
+  hand.measured_nodes.reset();  // hand-written efficiencies: no range, no warning
+  CHECK(hand.network_extrapolation_note(ndr, 64).empty());
+  CHECK(Calibration{}.network_extrapolation_note(ndr, 64) == ndr.extrapolation_note(64));
+
+  // micsim calibrate writes the range of the rows it fitted: Voltage Park's 4-node file.
+  const std::string out = micsim::test::temp_path("vp-calibration.yaml");
+  const auto fit = micsim::test::run_cli(std::string("calibrate --instance dgx-h100 --include-two-node-allreduce --nccl-tests ") +
+                                         MICSIM_SOURCE_DIR + "/validation/data/nccl-tests/voltagepark_vpbenchmarking_h100_ib_4_nodes.csv --out " + out);
+  REQUIRE(fit.status == 0);
+  const Calibration vp = load_calibration(out);
+  REQUIRE(vp.sets_inter_efficiency());
+  REQUIRE(vp.measured_nodes);
+  CHECK(*vp.measured_nodes == std::make_pair(4, 4));
+  Scenario sc = scenario("dgx-h100", 8, "llama2-7b", "zero3", 1, 64);
+  sc.calibration = vp;
+  const SimulationResult r = run(sc);
+  CHECK(std::any_of(r.warnings.begin(), r.warnings.end(), [](const std::string& w) { return w.find("rows on 4 nodes") != std::string::npos; }));
+}
+

@@ -12,9 +12,11 @@
 //             memory_pressure_onset, memory_pressure_slowdown, jitter_cv, jitter_window_exponent, straggler_stalls_per_gpu_hour, straggler_stall_ms, ...}
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "models/collective/collective.hpp"
 #include "models/compute/compute_model.hpp"
+#include "models/hardware/hardware.hpp"
 #include "models/io/input_error.hpp"
 
 namespace micsim {
@@ -32,6 +34,10 @@ struct Calibration {
       gemm_fp8_efficiency, eager_scale, jitter_cv, jitter_window_exponent, straggler_rate_per_s, straggler_stall_s, attention_scale, host_launch_s, gemm_scale, triton_attention_scale,
       attention_seq_half_causal, attention_seq_half_full;
 
+  // Node counts of the nccl-tests rows its inter-node terms were fitted on (network `measured_nodes`;
+  // micsim calibrate writes it): beyond them its efficiency at scale is an extrapolation too.
+  std::optional<std::pair<int, int>> measured_nodes;
+
   bool empty() const;
   // Sets every term `over` sets (its instance and source too, when given); the others stay.
   void overlay(const Calibration& over);
@@ -42,6 +48,11 @@ struct Calibration {
   void apply(NetworkParams& net) const;
   void apply(ComputeCalibration& c) const;
   std::string to_yaml() const;
+  // Its own inter-node efficiencies, where it sets them (they replace the fabric's).
+  bool sets_inter_efficiency() const { return inter_efficiency || inter_efficiency_at_scale; }
+  // The line for a run over `nodes` nodes whose network terms are an extrapolation: the fabric's range
+  // (FabricSpec::extrapolation_note) unless this calibration sets the efficiencies, then its own range.
+  std::string network_extrapolation_note(const FabricSpec& fabric, int nodes) const;
   // Throws InputError (at `where`) unless this calibration was made for `instance_name`.
   void check_applies_to(const std::string& instance_name, const SourceLocation& where) const;
 };

@@ -256,16 +256,18 @@ FabricSpec HardwareCatalog::parse_fabric(const YamlNode& n, const std::string& n
   return f;
 }
 
+std::string node_range(int lo, int hi) { return lo == hi ? fmt::format("{} nodes", lo) : fmt::format("{}-{} nodes", lo, hi); }
+
 std::string FabricSpec::extrapolation_note(int nodes) const {
   if (nodes <= 1) return "";
   if (measured_nodes_hi == 0)
     return fmt::format("network: fabric {}'s terms are assumed, not fitted on published measurements (catalog source: {}); "
                        "collective times across its {} nodes are the model's guess", name, source, nodes);
   if (nodes <= measured_nodes_hi) return "";
-  return fmt::format("network: fabric {}'s terms rest on measurements over {}-{} nodes (catalog measured_nodes); at {} nodes its "
+  return fmt::format("network: fabric {}'s terms rest on measurements on {} (catalog measured_nodes); at {} nodes its "
                      "bandwidth efficiency ({:.3g} at scale) is extrapolated and the published rows do not bound the error there; "
                      "a calibration from this cluster's own nccl-tests logs replaces it (micsim calibrate)",
-                     name, measured_nodes_lo, measured_nodes_hi, nodes, bandwidth_efficiency_at_scale);
+                     name, node_range(measured_nodes_lo, measured_nodes_hi), nodes, bandwidth_efficiency_at_scale);
 }
 
 InstanceSpec HardwareCatalog::parse_instance(const YamlNode& n, const std::string& name) const {

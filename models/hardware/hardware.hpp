@@ -95,6 +95,9 @@ inline constexpr NcclAlgorithm kAllNcclAlgorithms[] = {NcclAlgorithm::Ring, Nccl
 // stays above zero with it. Below zero means hops faster than NCCL's InfiniBand table assumes.
 inline constexpr double kMinInterLatencyS = -2.5e-6;
 
+// "4 nodes" or "2-8 nodes": a range of node counts as messages print it.
+std::string node_range(int lo, int hi);
+
 struct FabricSpec {
   std::string name;
   double latency_s = 0;                   // extra latency per inter-node step (NCCL graph.latencyInter; may be < 0, see NetworkParams)
