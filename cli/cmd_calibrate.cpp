@@ -235,10 +235,9 @@ Runner add_calibrate(CLI::App& app) {
     c.overlay(fit.calibration);
     // The node counts its inter-node terms rest on: beyond them a simulation says it extrapolates.
     if (c.sets_inter_efficiency()) {
-      std::optional<std::pair<int, int>> range;
+      std::optional<NodeRange> range;
       for (const auto& r : fit.rows)
-        if (r.nodes >= 2) range = range ? std::make_pair(std::min(range->first, r.nodes), std::max(range->second, r.nodes))
-                                        : std::make_pair(r.nodes, r.nodes);
+        if (r.nodes >= 2) range = range ? range->including(r.nodes) : NodeRange{r.nodes, r.nodes};
       if (range) c.measured_nodes = range;
     }
     // A log's NCCL settings the model has no term for are in the fitted terms now: the file says so.

@@ -78,7 +78,7 @@ json fabric_json(const FabricSpec& f) {
           {"ramp_half_kib", f.ramp_half_bytes / 1024.0},
           {"sharp", f.sharp},
           // Node counts of the published measurements the terms rest on; null: assumed.
-          {"measured_nodes", f.measured_nodes_hi > 0 ? json::array({f.measured_nodes_lo, f.measured_nodes_hi}) : json(nullptr)},
+          {"measured_nodes", f.measured_nodes ? json::array({f.measured_nodes->lo, f.measured_nodes->hi}) : json(nullptr)},
           {"source", f.source}};
 }
 

@@ -16,10 +16,10 @@ using namespace micsim;
 using micsim::test::run;
 using micsim::test::scenario;
 
-TEST_CASE("measured_nodes: every fabric's range covers the multi-node published rows mapped to it, and no more than they and its cited texts reach") {
+TEST_CASE("measured_nodes: every fabric's range is the node counts of the multi-node published rows mapped to it, or of a text its source cites") {
   const ClusterMap map = ClusterMap::builtin();
   const HardwareCatalog& cat = HardwareCatalog::builtin();
-  std::map<std::string, std::pair<int, int>> seen;  // fabric -> min, max nodes of its mapped multi-node rows
+  std::map<std::string, NodeRange> seen;  // fabric -> node counts of its mapped multi-node rows
   for (const auto& e : std::filesystem::directory_iterator(std::string(MICSIM_SOURCE_DIR) + "/validation/data/nccl-tests")) {
     if (e.path().extension() != ".csv") continue;
     for (const NcclTestRow& row : load_nccl_tests(e.path().string())) {
@@ -29,27 +29,31 @@ TEST_CASE("measured_nodes: every fabric's range covers the multi-node published 
       const auto inst = map.instance_for(row);
       if (!inst) continue;
       const std::string fabric = cat.find_instance(*inst)->network.fabric.name;
-      auto [it, fresh] = seen.emplace(fabric, std::make_pair(row.nodes, row.nodes));
-      it->second.first = std::min(it->second.first, row.nodes), it->second.second = std::max(it->second.second, row.nodes);
+      auto it = seen.find(fabric);
+      if (it == seen.end()) seen.emplace(fabric, NodeRange{row.nodes, row.nodes});
+      else it->second = it->second.including(row.nodes);
     }
   }
   REQUIRE(seen.count("infiniband-ndr"));
   REQUIRE(seen.count("efa-v2"));
-  for (const auto& [fabric, range] : seen) {
+  CHECK(seen["infiniband-ndr"] == NodeRange{2, 8});
+  CHECK(seen["efa-v2"] == NodeRange{2, 32});
+  // Beyond the rows only where the catalog cites a text: efa-2019's 8-32 nodes of NVIDIA/nccl#235 (its
+  // CSV rows reach 8).
+  const std::map<std::string, NodeRange> from_text = {{"efa-2019", NodeRange{2, 32}}};
+  for (const auto& [fabric, rows] : seen) {
     const FabricSpec* f = cat.find_fabric(fabric);
     REQUIRE(f);
-    CHECK_MESSAGE(f->measured_nodes_hi > 0, fabric << " has published rows but no measured_nodes");
-    CHECK_MESSAGE(f->measured_nodes_lo <= range.first, fabric);
-    CHECK_MESSAGE(f->measured_nodes_hi >= range.second, fabric);
+    REQUIRE_MESSAGE(f->measured_nodes, fabric << " has published rows but no measured_nodes");
+    auto text = from_text.find(fabric);
+    CHECK_MESSAGE(*f->measured_nodes == (text == from_text.end() ? rows : text->second),
+                  fabric << ": catalog " << f->measured_nodes->str() << ", rows " << rows.str());
   }
-  // The rows themselves reach these (a catalog range wider than them rests on a cited text: efa-2019's
-  // 8-32 nodes of NVIDIA/nccl#235).
-  CHECK(seen["infiniband-ndr"] == std::make_pair(2, 8));
-  CHECK(seen["efa-v2"].second == 32);
-  CHECK(cat.find_fabric("infiniband-ndr")->measured_nodes_hi == 8);
-  CHECK(cat.find_fabric("efa-2019")->measured_nodes_hi == 32);
+  CHECK(seen.at("efa-2019").hi == 8);
+  CHECK(cat.find_fabric("efa-2019")->source.find("NVIDIA/nccl#235") != std::string::npos);
   // Assumed fabrics say so: RoCE has no published multi-node row.
-  CHECK(cat.find_fabric("roce-1600g")->measured_nodes_hi == 0);
+  CHECK_FALSE(seen.count("roce-1600g"));
+  CHECK_FALSE(cat.find_fabric("roce-1600g")->measured_nodes);
 }
 
 TEST_CASE("measured_nodes: the note appears beyond the range or on an assumed fabric, never inside it or on one node") {
@@ -93,7 +97,7 @@ TEST_CASE("measured_nodes: simulate and collective warn beyond the fabric's meas
 TEST_CASE("measured_nodes: a calibration carries the node counts of the rows it was fitted on, and simulate warns beyond them") {
   const Calibration own = parse_calibration("instance: dgx-h100\nnetwork:\n  inter_efficiency: 0.8\n  measured_nodes: [2, 4]\n", "own.yaml");
   REQUIRE(own.measured_nodes);
-  CHECK(*own.measured_nodes == std::make_pair(2, 4));
+  CHECK(*own.measured_nodes == NodeRange{2, 4});
   CHECK(parse_calibration(own.to_yaml(), "again.yaml").measured_nodes == own.measured_nodes);
   CHECK_THROWS_AS(parse_calibration("network:\n  measured_nodes: [4, 2]\n", "bad.yaml"), InputError);
   CHECK_THROWS_AS(parse_calibration("network:\n  measured_nodes: [4]\n", "bad.yaml"), InputError);
@@ -114,7 +118,7 @@ TEST_CASE("measured_nodes: a calibration carries the node counts of the rows it 
   const Calibration vp = load_calibration(out);
   REQUIRE(vp.sets_inter_efficiency());
   REQUIRE(vp.measured_nodes);
-  CHECK(*vp.measured_nodes == std::make_pair(4, 4));
+  CHECK(*vp.measured_nodes == NodeRange{4, 4});
   Scenario sc = scenario("dgx-h100", 8, "llama2-7b", "zero3", 1, 64);
   sc.calibration = vp;
   const SimulationResult r = run(sc);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "models/hardware/catalog.hpp"
 #include "models/io/input_file.hpp"
 #include "models/io/yaml_node.hpp"
 
@@ -31,10 +32,10 @@ bool Calibration::empty() const {
 std::string Calibration::network_extrapolation_note(const FabricSpec& fabric, int nodes) const {
   if (!sets_inter_efficiency()) return fabric.extrapolation_note(nodes);
   // A hand-written calibration states no range: its author vouches for it.
-  if (nodes <= 1 || !measured_nodes || nodes <= measured_nodes->second) return "";
+  if (nodes <= 1 || !measured_nodes || nodes <= measured_nodes->hi) return "";
   return fmt::format("network: calibration {} was fitted on nccl-tests rows on {} (its measured_nodes); at {} nodes its "
                      "efficiency at scale is extrapolated; logs from a run at this scale would bound it", path,
-                     node_range(measured_nodes->first, measured_nodes->second), nodes);
+                     measured_nodes->str(), nodes);
 }
 
 void Calibration::overlay(const Calibration& over) {
@@ -139,12 +140,7 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
     if (auto v = net->get("inter_ll128_efficiency")) c.inter_ll128_efficiency = v->as_double_in(0.05, 1.5);
     if (auto v = net->get("inter_tree_efficiency")) c.inter_tree_efficiency = v->as_double_in(0.05, 1.5);
     if (auto v = net->get("collnet_efficiency")) c.collnet_efficiency = v->as_double_in(0.01, 1.0);
-    if (auto v = net->get("measured_nodes")) {
-      const auto range = v->items();
-      if (range.size() != 2) v->fail("expected [lo, hi]: the node counts of the nccl-tests rows the network terms were fitted on");
-      const int lo = int(range[0].as_int_in(1, 1 << 20));
-      c.measured_nodes = std::make_pair(lo, int(range[1].as_int_in(lo, 1 << 20)));
-    }
+    if (auto v = net->get("measured_nodes")) c.measured_nodes = parse_node_range(*v);
     if (auto v = net->get("nccl_net_latency_us")) c.nccl_net_latency_s = v->as_double_in(0, 1e5) * 1e-6;
     if (auto v = net->get("call_overhead_us")) c.call_overhead_s = v->as_double_in(0, 1e5) * 1e-6;
   }
@@ -211,7 +207,7 @@ std::string Calibration::to_yaml() const {
   put(net, "collnet_efficiency", collnet_efficiency);
   put(net, "call_overhead_us", call_overhead_s, 1e6);
   put(net, "nccl_net_latency_us", nccl_net_latency_s, 1e6);
-  if (measured_nodes) net += fmt::format("  measured_nodes: [{}, {}]\n", measured_nodes->first, measured_nodes->second);
+  if (measured_nodes) net += fmt::format("  measured_nodes: [{}, {}]\n", measured_nodes->lo, measured_nodes->hi);
   put(cmp, "gemm_efficiency", gemm_efficiency);
   put(cmp, "gemm_dim_half", gemm_dim_half);
   put(cmp, "gemm_overhead_us", gemm_overhead_s, 1e6);

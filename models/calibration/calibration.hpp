@@ -12,7 +12,6 @@
 //             memory_pressure_onset, memory_pressure_slowdown, jitter_cv, jitter_window_exponent, straggler_stalls_per_gpu_hour, straggler_stall_ms, ...}
 #include <optional>
 #include <string>
-#include <utility>
 
 #include "models/collective/collective.hpp"
 #include "models/compute/compute_model.hpp"
@@ -36,7 +35,7 @@ struct Calibration {
 
   // Node counts of the nccl-tests rows its inter-node terms were fitted on (network `measured_nodes`;
   // micsim calibrate writes it): beyond them its efficiency at scale is an extrapolation too.
-  std::optional<std::pair<int, int>> measured_nodes;
+  std::optional<NodeRange> measured_nodes;
 
   bool empty() const;
   // Sets every term `over` sets (its instance and source too, when given); the others stay.

@@ -34,8 +34,9 @@ double jitter_compute_factor(double cv, int ranks, int groups, int micro_steps);
 // The compute-time noise over a micro-step of `window_s` seconds (the mean rank's compute). Noise with a
 // short correlation time averages out over a longer interval (independent increments: CV ~ T^-1/2), so
 // a rank's lead or lag over a 10-s micro-step is a smaller share of it than over a 0.3-s one. Measured on
-// one H200 (validation/data/jitter.md section 4): CV 4.5 % per 8-ms iteration but in episodes of 10-40
-// iterations, 3.7 % over 96 ms, 2.3 % over 0.4 s, 1.1 % over 0.8 s. `cv_1s` is the CV over a one-second
+// one H200 (validation/data/harness-h200-2026-12-04/jitter.csv, 400 iterations of 8 ms; docs/model.md sec 2.6):
+// CV 4.5 % per iteration but in episodes of 10-40 iterations, of means over 96 / 200 / 400 / 800 ms
+// 3.6 / 3.0 / 2.1 / 1.0 %. `cv_1s` is the CV over a one-second
 // window; below kJitterShortestWindowS the noise no longer averages out (those episodes), so the CV stops
 // growing there. exponent 0 gives cv_1s whatever the window.
 constexpr double kJitterReferenceWindowS = 1.0;

@@ -246,28 +246,30 @@ FabricSpec HardwareCatalog::parse_fabric(const YamlNode& n, const std::string& n
   if (auto v = n.get("nccl_net_latency_us")) f.nccl_net_latency_s = v->as_double_in(0, 1e5) * 1e-6;
   if (auto v = n.get("collnet_efficiency")) f.collnet_efficiency = v->as_double_in(0.01, 1.0);
   if (auto v = n.get("sharp")) f.sharp = v->as_bool();
-  if (auto v = n.get("measured_nodes")) {
-    const auto range = v->items();
-    if (range.size() != 2) v->fail("expected [lo, hi]: the node counts of the measurements the fabric's terms rest on");
-    f.measured_nodes_lo = int(range[0].as_int_in(1, 1 << 20));
-    f.measured_nodes_hi = int(range[1].as_int_in(f.measured_nodes_lo, 1 << 20));
-  }
+  if (auto v = n.get("measured_nodes")) f.measured_nodes = parse_node_range(*v);
   if (auto v = n.get("source")) f.source = v->as_string();
   return f;
 }
 
-std::string node_range(int lo, int hi) { return lo == hi ? fmt::format("{} nodes", lo) : fmt::format("{}-{} nodes", lo, hi); }
+std::string NodeRange::str() const { return lo == hi ? fmt::format("{} nodes", lo) : fmt::format("{}-{} nodes", lo, hi); }
+
+NodeRange parse_node_range(const YamlNode& n) {
+  const auto range = n.items();
+  if (range.size() != 2) n.fail("expected [lo, hi]: the node counts of the measurements the network terms rest on");
+  const int lo = int(range[0].as_int_in(1, 1 << 20));
+  return {lo, int(range[1].as_int_in(lo, 1 << 20))};
+}
 
 std::string FabricSpec::extrapolation_note(int nodes) const {
   if (nodes <= 1) return "";
-  if (measured_nodes_hi == 0)
+  if (!measured_nodes)
     return fmt::format("network: fabric {}'s terms are assumed, not fitted on published measurements (catalog source: {}); "
                        "collective times across its {} nodes are the model's guess", name, source, nodes);
-  if (nodes <= measured_nodes_hi) return "";
+  if (nodes <= measured_nodes->hi) return "";
   return fmt::format("network: fabric {}'s terms rest on measurements on {} (catalog measured_nodes); at {} nodes its "
                      "bandwidth efficiency ({:.3g} at scale) is extrapolated and the published rows do not bound the error there; "
                      "a calibration from this cluster's own nccl-tests logs replaces it (micsim calibrate)",
-                     name, node_range(measured_nodes_lo, measured_nodes_hi), nodes, bandwidth_efficiency_at_scale);
+                     name, measured_nodes->str(), nodes, bandwidth_efficiency_at_scale);
 }
 
 InstanceSpec HardwareCatalog::parse_instance(const YamlNode& n, const std::string& name) const {

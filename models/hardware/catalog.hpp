@@ -9,6 +9,9 @@
 
 namespace micsim {
 
+// `measured_nodes: [lo, hi]` (1 <= lo <= hi), as a fabric and a calibration file state it.
+NodeRange parse_node_range(const YamlNode& n);
+
 class PriceBook;
 
 class HardwareCatalog {

@@ -1,6 +1,7 @@
 #pragma once
 // Hardware as data: a GPU, the inter-node fabric, and an instance type (node) built from them.
 // Values come from models/catalog/instances.yaml or an inline `cluster.instance:` mapping.
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
@@ -95,8 +96,14 @@ inline constexpr NcclAlgorithm kAllNcclAlgorithms[] = {NcclAlgorithm::Ring, Nccl
 // stays above zero with it. Below zero means hops faster than NCCL's InfiniBand table assumes.
 inline constexpr double kMinInterLatencyS = -2.5e-6;
 
-// "4 nodes" or "2-8 nodes": a range of node counts as messages print it.
-std::string node_range(int lo, int hi);
+// Node counts of the collective measurements a set of network terms rests on (a fabric's published rows,
+// a calibration's logs): YAML `measured_nodes: [lo, hi]` (parse_node_range, models/hardware/catalog.hpp).
+struct NodeRange {
+  int lo = 0, hi = 0;
+  NodeRange including(int nodes) const { return {std::min(lo, nodes), std::max(hi, nodes)}; }
+  std::string str() const;  // "4 nodes" or "2-8 nodes"
+  bool operator==(const NodeRange& o) const { return lo == o.lo && hi == o.hi; }
+};
 
 struct FabricSpec {
   std::string name;
@@ -119,9 +126,9 @@ struct FabricSpec {
   // The switches can reduce in the network (InfiniBand SHARP): a cluster on this fabric may enable CollNet.
   bool sharp = false;
   // Node counts of the published collective measurements its terms were fitted or checked on (catalog
-  // `measured_nodes: [lo, hi]`; 0 = none: the terms are assumed). Beyond hi, the efficiency at scale is an
-  // extrapolation of the 1/n form (NetworkParams::inter_efficiency_for), and simulate says so.
-  int measured_nodes_lo = 0, measured_nodes_hi = 0;
+  // `measured_nodes`; none: the terms are assumed). Beyond hi, the efficiency at scale is an extrapolation
+  // of the 1/n form (NetworkParams::inter_efficiency_for), and simulate says so.
+  std::optional<NodeRange> measured_nodes;
   std::string source;
   // A line for a user whose collectives span `nodes` nodes outside that range ("" inside it or on one node).
   std::string extrapolation_note(int nodes) const;
