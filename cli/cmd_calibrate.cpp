@@ -233,8 +233,9 @@ Runner add_calibrate(CLI::App& app) {
     log << fmt::format("\nmedian |error| {:.1f}% -> {:.1f}%, p90 {:.1f}% -> {:.1f}%\n", 100 * sb.median_abs,
                              100 * sa.median_abs, 100 * sb.p90_abs, 100 * sa.p90_abs);
     c.overlay(fit.calibration);
-    // The node counts its inter-node terms rest on: beyond them a simulation says it extrapolates.
-    if (c.sets_inter_efficiency()) {
+    // The node counts its inter-node efficiencies rest on, where this fit set them (a --base file's range
+    // stays with the base's efficiencies): beyond them a simulation says it extrapolates.
+    if (fit.calibration.sets_inter_efficiency()) {
       std::optional<NodeRange> range;
       for (const auto& r : fit.rows)
         if (r.nodes >= 2) range = range ? range->including(r.nodes) : NodeRange{r.nodes, r.nodes};

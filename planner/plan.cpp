@@ -715,6 +715,16 @@ size_t ranks_within_error(const PlanResult& r) {
   return within;
 }
 
+// The network notes of the first `rows` ranked candidates, once each: clusters larger than the measurements
+// their fabric's terms rest on (or on a fabric whose terms are assumed), whose step times carry an error the
+// published rows do not bound.
+static std::vector<std::string> network_notes(const PlanResult& r, size_t rows) {
+  std::set<std::string> notes;
+  for (size_t i = 0; i < r.ranking.size() && i < rows; ++i)
+    if (const std::string& n = r.ranking[i].eval->best().network_note; !n.empty()) notes.insert(n);
+  return {notes.begin(), notes.end()};
+}
+
 std::string format_plan(const PlanResult& r) {
   const PlanSpec& s = r.spec;
   std::string o;
@@ -780,13 +790,7 @@ std::string format_plan(const PlanResult& r) {
       o += fmt::format("\n  The winner is clear of the runner-up beyond micsim's error ({}). Winner's 90 % interval {:.0f}-{:.0f} "
                        "tokens/s.\n", spread, w.tokens_per_s_low, w.tokens_per_s_high);
   }
-  // Rows shown whose cluster is larger than the measurements its fabric's terms rest on (or whose fabric's
-  // terms are assumed): their step times carry an error the published rows do not bound.
-  std::set<std::string> network_notes;
-  for (size_t i = 0; i < r.ranking.size() && int(i) < s.top; ++i)
-    for (const auto& w : r.ranking[i].eval->best().warnings)
-      if (w.rfind("network: ", 0) == 0) network_notes.insert(w);
-  for (const auto& n : network_notes) o += "\n  Note, " + n + "\n";
+  for (const auto& n : network_notes(r, size_t(s.top))) o += "\n  Note, " + n + "\n";
   if (!r.pareto.empty()) {
     o += "\n  Pareto front, throughput vs cost (* above):\n";
     for (size_t i : r.pareto) {
@@ -898,6 +902,7 @@ nlohmann::json plan_json(const PlanResult& r) {
   }
   j["does_not_fit"] = misses;
   j["smallest_fitting"] = r.smallest_fitting;
+  j["network_notes"] = network_notes(r, r.ranking.size());
   j["explanation"] = r.explanation;
   j["handoffs"] = json::object();
   for (const auto& f : r.handoffs) j["handoffs"][f.name] = f.text;

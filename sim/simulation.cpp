@@ -452,8 +452,8 @@ SimulationResult make_result(const PreparedSimulation& p, StepTimeline tl, const
   r.warnings = sc.warnings;
   // Where the cluster is larger than anything the fabric's terms were measured on, and no calibration of
   // this cluster's own replaces them, the collective times are an extrapolation: say so.
-  if (std::string note = sc.calibration.network_extrapolation_note(sc.cluster.instance.network.fabric, sc.cluster.nodes); !note.empty())
-    r.warnings.push_back(note);
+  r.network_note = sc.calibration.network_extrapolation_note(sc.cluster.instance.network.fabric, sc.cluster.nodes);
+  if (!r.network_note.empty()) r.warnings.push_back(r.network_note);
   r.timeline = std::move(tl);
   return r;
 }

@@ -92,6 +92,9 @@ struct SimulationResult {
   double pipeline_bubble_s = 0;                  // the stage's fill-and-drain wait per step
   std::vector<std::string> sources;              // where the numbers come from
   std::vector<std::string> warnings;
+  // The cluster spans more nodes than its fabric's (or its calibration's) network terms were measured on, or
+  // the fabric's terms are assumed: the line saying so (also in warnings), "" otherwise. plan lists it.
+  std::string network_note;
   StepTimeline timeline;                         // per-task times (for traces)
 };
 

@@ -5,6 +5,9 @@
 #include <algorithm>
 #include <filesystem>
 #include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
 #include "models/calibration/calibration.hpp"
@@ -92,6 +95,16 @@ TEST_CASE("measured_nodes: simulate and collective warn beyond the fabric's meas
                                           "--micro-batches 8 --refine 0");
   CHECK(plan.status == 0);
   CHECK(plan.output.find("Note, network: fabric infiniband-ndr's terms rest on measurements on 2-8 nodes") != std::string::npos);
+  // The same note in its JSON, read from the result's network_note (not from warnings, which the plan's rows drop).
+  const std::string plan_json = micsim::test::temp_path("measured-nodes-plan.json");
+  const auto planned = micsim::test::run_cli(std::string("plan ") + MICSIM_SOURCE_DIR +
+                                             "/scenarios/bert-10b-mics-p3dn-16-nodes.yaml --instances dgx-h100 --nodes 8,16 "
+                                             "--strategies zero3 --micro-batches 8 --refine 0 --json " + plan_json);
+  REQUIRE(planned.status == 0);
+  const auto notes = nlohmann::json::parse(micsim::test::read_text(plan_json)).at("network_notes");
+  REQUIRE(notes.size() == 1);  // the 16-node rows' note once; the 8-node rows draw none
+  CHECK(notes[0].get<std::string>().find("network: fabric infiniband-ndr's terms rest on measurements on 2-8 nodes (catalog measured_nodes); "
+                                        "at 16 nodes") == 0);
 }
 
 TEST_CASE("measured_nodes: a calibration carries the node counts of the rows it was fitted on, and simulate warns beyond them") {
@@ -123,5 +136,31 @@ TEST_CASE("measured_nodes: a calibration carries the node counts of the rows it 
   sc.calibration = vp;
   const SimulationResult r = run(sc);
   CHECK(std::any_of(r.warnings.begin(), r.warnings.end(), [](const std::string& w) { return w.find("rows on 4 nodes") != std::string::npos; }));
+  CHECK(r.network_note.find("rows on 4 nodes") != std::string::npos);
+
+  // A --base file's efficiencies keep the base's range when this fit does not set them: here only small
+  // messages (Voltage Park's <= 64 KiB rows) fit latencies, and the base's [2, 32] stays.
+  const std::string base = micsim::test::temp_file("base-calibration.yaml",
+                                                   "instance: dgx-h100\nnetwork:\n  inter_efficiency: 0.85\n  measured_nodes: [2, 32]\n");
+  std::istringstream all(micsim::test::read_text(std::string(MICSIM_SOURCE_DIR) +
+                                                 "/validation/data/nccl-tests/voltagepark_vpbenchmarking_h100_ib_4_nodes.csv"));
+  std::string line, small;
+  std::getline(all, line);
+  small = line + "\n";  // the header
+  while (std::getline(all, line)) {
+    if (line.empty()) continue;
+    // bytes is the fourth field from the end (bytes, time_us, algbw_GBps, busbw_GBps); the source text before it may hold commas
+    size_t at = line.size();
+    for (int i = 0; i < 4; ++i) at = line.rfind(',', at - 1);
+    if (std::stod(line.substr(at + 1)) <= 64 * 1024) small += line + "\n";
+  }
+  const std::string small_csv = micsim::test::temp_file("vp-small.csv", small);
+  const std::string refit = micsim::test::temp_path("refit-calibration.yaml");
+  const auto latencies = micsim::test::run_cli("calibrate --instance dgx-h100 --base " + base + " --nccl-tests " + small_csv + " --out " + refit);
+  REQUIRE(latencies.status == 0);
+  const Calibration kept = load_calibration(refit);
+  REQUIRE(kept.inter_latency_s);  // the small rows did fit something
+  REQUIRE(kept.measured_nodes);
+  CHECK(*kept.measured_nodes == NodeRange{2, 32});
 }
 
