@@ -93,7 +93,7 @@ struct PlanResult {
 PlanResult run_plan(const std::string& scenario_path, const std::vector<std::string>& base_overrides, const PlanSpec& spec);
 
 std::string format_plan(const PlanResult& r);
-// How many top ranks (the winner included) are within micsim's error of the winner: see plan.cpp.
+// How many top ranks (the winner included) are within micsim's error of the winner: see plan_output.cpp.
 size_t ranks_within_error(const PlanResult& r);
 std::string plan_csv(const PlanResult& r);
 nlohmann::json plan_json(const PlanResult& r);

@@ -128,225 +128,262 @@ std::vector<std::string> corpus_files(const std::string& dir) {
   return out;
 }
 
+// One row of a corpus CSV, read through its header.
+struct CsvRowView {
+  const CsvTable& table;
+  const CsvRow& row;
+  std::string operator()(const char* c) const { return table.column(c) >= 0 ? row.fields[table.column(c)] : std::string(); }
+};
+
+// Why a row cannot be compared before any scenario is built ("" = it can).
+std::string skip_before_scenario(const CsvRowView& f, const CorpusRow& row) {
+  const std::string arch = f("arch");
+  if (arch != "llama" && arch != "gpt" && arch != "mpt" && arch != "bert") return "architecture " + arch + " not modelled";
+  if (row.framework.rfind("other:", 0) == 0 && row.framework != "other:internevo" && row.strategy == "zero1" && !f("partition_size").empty())
+    return "ZeRO-1 sharded within groups is modelled for InternEvo only";
+  bool arch_known = true;
+  for (const char* k : {"layers", "hidden", "heads", "ffn", "vocab"}) arch_known &= num(f(k)) > 0 && num(f(k)) < 1e9;
+  if (!arch_known) return "architecture not published in full";
+  if (!(num(f("value")) > 0) || !(row.gpus > 0) || !(row.seq_len > 0) || !(row.micro_batch > 0)) return "incomplete row";
+  const std::string notes = f("notes");
+  const bool offload = (notes.find("offload") != std::string::npos || notes.find("Offload") != std::string::npos) &&
+                       notes.find("CPUOffload False") == std::string::npos;
+  if (offload) return "CPU offload is not modelled";
+  if (row.metric == "samples_per_s" && row.framework == "deepspeed" && notes.find("autotun") != std::string::npos)
+    return "autotuner metric, not an end-to-end step";
+  return "";
+}
+
+// The scenario's cluster: the published GPU, NVLink by generation, the network from the interconnect text.
+YAML::Node corpus_instance(const CsvRowView& f, const std::string& gpu, const GpuSpec& spec, int gpn, std::vector<std::string>& assumed) {
+  YAML::Node inst;
+  const bool hopper = spec.arch >= GpuArch::Hopper;
+  inst["gpu"] = gpu;
+  inst["gpus_per_node"] = gpn;
+  inst["intra_node"]["kind"] = "nvlink";
+  inst["intra_node"]["gbytes_per_s"] = spec.arch == GpuArch::Volta ? 120.0 : hopper ? 370.8 : 240.0;
+  inst["intra_node"]["nvls"] = hopper;
+  inst["network"] = network_of(f("interconnect"), gpu, gpn, assumed);
+  return inst;
+}
+
+YAML::Node corpus_model(const CsvRowView& f, const CorpusRow& row) {
+  const std::string arch = f("arch");
+  YAML::Node m;
+  m["arch"] = arch == "mpt" ? "gpt" : arch;
+  for (const char* k : {"layers", "hidden", "heads", "ffn", "vocab"}) m[k] = int64_t(num(f(k)));
+  const double kv = num(f("kv_heads"));
+  if (kv > 0) m["kv_heads"] = int64_t(kv);
+  if (arch == "mpt") {
+    // MPT (llm-foundry benchmark configs): no learned positions beyond the sequence, no dropout.
+    m["max_position"] = row.seq_len, m["dropout"] = false;
+  }
+  if (arch == "gpt" || arch == "bert") m["max_position"] = std::max<int64_t>(row.seq_len, 512);
+  return m;
+}
+
+// The training block; `ck` is the checkpointing policy the row runs (written back where assumed).
+YAML::Node corpus_training(const CsvRowView& f, CorpusRow& row, const GpuSpec& spec, std::string& ck) {
+  auto& assumed = row.assumptions;
+  YAML::Node tr;
+  tr["seq_len"] = row.seq_len;
+  tr["micro_batch"] = row.micro_batch;
+  const double gb = num(f("global_batch")), ga = num(f("grad_accum"));
+  const double per_step = double(row.micro_batch) * row.gpus;
+  if (gb > 0 && std::fmod(gb, per_step) == 0) tr["global_batch"] = int64_t(gb);
+  else if (ga > 0) tr["grad_accumulation_steps"] = int64_t(ga);
+  else tr["grad_accumulation_steps"] = 1, assumed.push_back("one micro-step per step");
+  tr["precision"] = row.precision == "fp16" ? "fp16" : row.precision == "fp8" ? "fp8" : "bf16";
+  if (f("compile") == "unknown") assumed.push_back("no torch.compile");
+  if (f("compile") == "fused") assumed.push_back("hand-fused norm/rotary/SwiGLU kernels run as torch.compile's fusion");
+  tr["compile"] = row.compile;
+  ck = row.checkpointing;
+  if (ck == "unknown" || ck.empty()) ck = "full", assumed.push_back("full activation checkpointing");
+  tr["activation_checkpointing"] = ck;
+  // torchtitan's loss is F.cross_entropy on the logits cast to fp32 (train.py loss_fn); a file may
+  // state the loss per row (column cross_entropy: fused | torch | compiled).
+  if (f("software").find("torchtitan") != std::string::npos) tr["cross_entropy"] = "torch";
+  const std::string ce = f("cross_entropy");
+  if (ce == "fused" || ce == "torch" || ce == "compiled") tr["cross_entropy"] = ce;
+  // llm-foundry runs on Composer, whose trainer keeps the logits in state.outputs (for its training
+  // metrics) through the backward: Trainer._train_microbatch, self.state.outputs = self.state.model(batch).
+  if (f("arch") == "mpt") tr["logits_kept_through_backward"] = true;
+  // AdamW's update: the framework profile's default (fsdp1 and internevo: foreach, as Composer's
+  // DecoupledAdamW, fms-fsdp, TinyLlama and InternEvo ran it; models/catalog/frameworks.yaml), or what a
+  // file states per row where a source's commit differs (column optimizer_implementation: fused | foreach).
+  const std::string opt_impl = f("optimizer_implementation");
+  if (opt_impl == "fused" || opt_impl == "foreach") tr["optimizer_implementation"] = opt_impl;
+  // The FP8 recipe where a file states it (column fp8_recipe: dynamic | delayed); default dynamic.
+  const std::string recipe = f("fp8_recipe");
+  if (row.precision == "fp8" && (recipe == "dynamic" || recipe == "delayed")) tr["fp8_recipe"] = recipe;
+  // Whether full-block recomputation stops early (PyTorch >= 2.1 non-reentrant checkpoint), where a file
+  // states it per row (column recompute_early_stop); otherwise the framework profile's default.
+  const std::string early = f("recompute_early_stop");
+  if (early == "true" || early == "false") tr["recompute_early_stop"] = early == "true";
+  const double every = num(f("checkpoint_every"));
+  if (ck == "selective-layer") {
+    tr["checkpoint_every"] = every > 0 ? int64_t(every) : 2;
+    if (!(every > 0)) assumed.push_back("selective-layer every 2nd block");
+  }
+  const std::string flash = f("flash_attention");
+  if (flash == "true" || flash == "false") tr["flash_attention"] = flash == "true" && spec.arch >= GpuArch::Ampere;
+  // The fused kernel where the source names it (FlashAttention-3, cuDNN through Transformer Engine);
+  // empty = the FlashAttention-2 class that SDPA's flash backend and flash-attn 2 run.
+  const std::string kernel = f("attention_kernel");
+  if (!kernel.empty() && kernel != "fa2") tr["attention_kernel"] = kernel, tr["flash_attention"] = true;
+  row.triton_attention = kernel == "triton";
+  return tr;
+}
+
+YAML::Node corpus_strategy(const CsvRowView& f, const CorpusRow& row) {
+  YAML::Node st;
+  st["kind"] = row.strategy == "hsdp" ? "hsdp" : row.strategy;
+  if (row.strategy == "hsdp") st["partition_size"] = int64_t(num(f("partition_size")));
+  const std::string fw = row.framework;
+  if (fw == "fsdp1" || fw == "fsdp2" || fw == "deepspeed") st["framework"] = fw;
+  // InternEvo's configs reduce in buckets of 512 * 1024 * 1024 elements (configs/7B_sft.py).
+  if (fw == "other:internevo" && row.strategy == "zero1") {
+    st["framework"] = "internevo", st["reduce_bucket_size"] = 536870912;
+    if (!f("partition_size").empty()) st["partition_size"] = int64_t(num(f("partition_size")));  // InternEvo zero1 = p
+  }
+  if (fw == "smp") st["kind"] = "mics", st["framework"] = "smp", st["partition_size"] = int64_t(num(f("partition_size")));
+  // Gradient reductions in fp32: torchtitan's FSDP2 MixedPrecisionPolicy(reduce_dtype=float32) at every
+  // commit in the corpus (training.mixed_precision_reduce, only choice "float32"); a file may state it
+  // per row (column reduce_dtype: fp32 | bf16 | fp16, e.g. Composer's mixed_precision DEFAULT = fp32).
+  if (f("software").find("torchtitan") != std::string::npos) st["reduce_dtype"] = "fp32";
+  const std::string rd = f("reduce_dtype");
+  if (rd == "fp32" || rd == "bf16" || rd == "fp16") st["reduce_dtype"] = rd;
+  // FP8 all-gather of the linear weights (torchao enable_fsdp_float8_all_gather, Megatron-FSDP
+  // fp8_param_gather), where the file states it (column fp8_all_gather).
+  if (f("fp8_all_gather") == "true" && row.precision == "fp8") st["fp8_all_gather"] = true;
+  std::smatch vm;
+  const std::string software = f("software");
+  if (fw == "deepspeed" && std::regex_search(software, vm, std::regex(R"(DeepSpeed[ v]*([0-9]+\.[0-9]+(\.[0-9]+)?))")))
+    st["version"] = vm[1].str();
+  return st;
+}
+
+// One row of a corpus file: its scenario (a YAML tree) and the published figure in tokens/s per GPU, or
+// the reason it is not compared (skip_reason).
+CorpusRow read_corpus_row(const CsvRowView& f, const std::string& file, int line) {
+  const auto& cat = HardwareCatalog::builtin();
+  CorpusRow row;
+  row.id = f("id"), row.source = f("source"), row.source_group = f("source_group"), row.file = file, row.line = line;
+  row.gpu = f("gpu"), row.framework = f("framework"), row.strategy = f("strategy"), row.metric = f("metric");
+  row.series = f("series"), row.precision = f("precision"), row.checkpointing = f("activation_checkpointing"), row.model = f("model");
+  row.convention = f("flop_convention");
+  row.gpus = int(num(f("gpus")));
+  row.seq_len = int64_t(num(f("seq_len")));
+  row.micro_batch = int64_t(num(f("micro_batch")));
+  // "fused": no torch.compile, but the software fuses the norms, rotary embedding and SwiGLU by hand
+  // (flash-attn / xformers / Transformer Engine kernels), which is the fusion micsim's compile models.
+  row.compile = f("compile") == "true" || f("compile") == "fused";
+  auto& assumed = row.assumptions;
+  auto skipped = [&](const std::string& why) {
+    row.skip_reason = why;
+    return row;
+  };
+  auto gpu = catalog_gpu(row.gpu, assumed);
+  if (!gpu) return skipped("GPU " + row.gpu + " not in the catalog");
+  const GpuSpec& spec = *cat.find_gpu(*gpu);
+  row.arch = spec.arch;
+  if (std::string why = skip_before_scenario(f, row); !why.empty()) return skipped(why);
+  int gpn = int(num(f("gpus_per_node")));
+  if (!(gpn > 0)) gpn = std::min(row.gpus, 8), assumed.push_back(fmt::format("{} GPUs per node", gpn));
+  gpn = std::min(gpn, row.gpus);
+  if (row.gpus % gpn != 0) return skipped("GPUs not a multiple of GPUs per node");
+  if (row.precision == "fp8" && spec.peak_fp8_flops <= 0) return skipped("fp8 on a GPU without FP8");
+  YAML::Node y;
+  y["name"] = row.id;
+  y["cluster"]["instance"] = corpus_instance(f, *gpu, spec, gpn, assumed);
+  y["cluster"]["nodes"] = row.gpus / gpn;
+  y["model"] = corpus_model(f, row);
+  std::string ck;
+  y["training"] = corpus_training(f, row, spec, ck);
+  y["strategy"] = corpus_strategy(f, row);
+  YAML::Emitter e;
+  e << y;
+  row.scenario_yaml = std::string(e.c_str()) + "\n";
+  // The published figure in tokens/s per GPU.
+  const double params = num(f("params"));
+  const double peak = row.precision == "fp8" && row.convention.find("1979") != std::string::npos ? spec.peak_fp8_flops
+                                                                                               : spec.peak(Precision::BF16);
+  std::string why;
+  auto tok = tokens_per_gpu(row.metric, num(f("value")), row.convention, params > 0 ? params : NAN, int(num(f("layers"))), num(f("hidden")),
+                            num(f("vocab")), double(row.seq_len), row.gpus, num(f("global_batch")), peak, ck == "full", why);
+  if (!tok || !std::isfinite(*tok)) return skipped(why.empty() ? "cannot convert the metric" : why);
+  row.published = *tok;
+  return row;
+}
+
+// The MosaicML A100 table (its own format, beside the corpus directory): FULL_SHARD rows on whole nodes.
+void add_mosaicml_a100_table(const std::string& dir, std::vector<CorpusRow>& out) {
+  const fs::path mosaic = fs::path(dir).parent_path() / "mosaicml-fsdp-a100.csv";
+  if (!fs::exists(mosaic)) return;
+  CsvTable t = load_csv(mosaic.string());
+  static const std::map<std::string, std::tuple<int, int, int>> mpt = {
+      {"125m", {768, 12, 12}}, {"350m", {1024, 16, 24}}, {"760m", {1536, 12, 24}}, {"1b", {2048, 16, 24}}, {"3b", {2560, 20, 32}},
+      {"7b", {4096, 32, 32}}, {"13b", {5120, 40, 40}}, {"30b", {7168, 56, 48}}, {"70b", {8192, 64, 80}}};
+  for (const auto& r : t.rows) {
+    const CsvRowView f{t, r};
+    auto it = mpt.find(f("Model"));
+    const int gpus = int(num(f("# GPUs")));
+    if (it == mpt.end() || f("Sharding Strategy") != "FULL_SHARD" || gpus % 8 != 0) continue;
+    CorpusRow row;
+    auto [h, heads, layers] = it->second;
+    row.source = f("source"), row.source_group = "mosaicml", row.file = mosaic.string(), row.line = r.line;
+    row.gpu = f("GPU") == "a100_40gb" ? "A100-SXM4-40GB" : "A100-SXM4-80GB";
+    row.arch = GpuArch::Ampere;
+    row.gpus = gpus, row.seq_len = int64_t(num(f("SeqLen (T)"))), row.micro_batch = int64_t(num(f("MicroBatchSize")));
+    row.framework = "fsdp1", row.strategy = "zero3", row.metric = "mfu", row.model = "mpt-" + f("Model");
+    row.id = fmt::format("mosaicml-a100-{}-s{}-g{}-{}-mb{}", f("Model"), row.seq_len, gpus, f("GPU"), row.micro_batch);
+    row.checkpointing = f("Activation Checkpointing") == "True" ? "full" : "none";
+    row.precision = "bf16";
+    row.convention = "6N+12Lhs (llm-foundry)";
+    YAML::Node y;
+    y["name"] = row.id;
+    y["cluster"]["instance"] = f("GPU") == "a100_40gb" ? "mosaicml-a100-40gb" : "mosaicml-a100-80gb";
+    y["cluster"]["nodes"] = gpus / 8;
+    YAML::Node m = y["model"];
+    m["arch"] = "gpt", m["layers"] = layers, m["hidden"] = h, m["heads"] = heads, m["ffn"] = 4 * h, m["vocab"] = 50368;
+    m["max_position"] = row.seq_len, m["dropout"] = false;
+    YAML::Node tr = y["training"];
+    tr["seq_len"] = row.seq_len, tr["micro_batch"] = row.micro_batch, tr["global_batch"] = int64_t(num(f("GlobalBatchSize")));
+    tr["precision"] = "bf16", tr["activation_checkpointing"] = row.checkpointing, tr["flash_attention"] = true;
+    tr["logits_kept_through_backward"] = true;  // Composer, as for the llm-foundry rows above
+    // The b2a43a1 tables were measured on PyTorch 1.13 (its benchmarking README: "TODO: Update tables with
+    // torch 2.0"), whose non-reentrant checkpoint reruns the whole block: no early stop.
+    tr["recompute_early_stop"] = false;
+    // submit_benchmarks.py --attn_impl default 'triton' (llm-foundry b2a43a1, the tables' commit):
+    // flash_attn_triton.py on triton-pre-mlir.
+    tr["attention_kernel"] = "triton";
+    row.triton_attention = true;
+    y["strategy"]["kind"] = "zero3";
+    y["strategy"]["framework"] = "fsdp1";
+    // Composer's FSDP mixed_precision (mosaic_fsdp_utils.get_mixed_precision at v0.17.2): DEFAULT
+    // reduces in fp32, PURE in the training precision.
+    y["strategy"]["reduce_dtype"] = f("MP Mode") == "DEFAULT" ? "fp32" : "bf16";
+    YAML::Emitter e;
+    e << y;
+    row.scenario_yaml = std::string(e.c_str()) + "\n";
+    const double params = num(f("NumParams"));
+    row.published = num(f("MFU")) / 100.0 * 312e12 / (6 * params + 12.0 * layers * h * double(row.seq_len));
+    out.push_back(row);
+  }
+}
+
 }  // namespace
 
 std::vector<CorpusRow> load_training_corpus(const std::string& dir) {
   std::vector<CorpusRow> out;
-  const auto& cat = HardwareCatalog::builtin();
   for (const auto& file : corpus_files(dir)) {
     CsvTable t = load_csv(file);
     for (const char* c : {"id", "source", "source_group", "gpu", "gpus", "metric", "value", "arch", "layers", "hidden", "heads", "ffn",
                           "vocab", "seq_len", "micro_batch", "strategy", "framework", "precision"})
       if (t.column(c) < 0) throw InputError({file, 1, 0}, c, "missing column of the training corpus");
-    for (const auto& r : t.rows) {
-      auto f = [&](const char* c) { return t.column(c) >= 0 ? r.fields[t.column(c)] : std::string(); };
-      CorpusRow row;
-      row.id = f("id"), row.source = f("source"), row.source_group = f("source_group"), row.file = file, row.line = r.line;
-      row.gpu = f("gpu"), row.framework = f("framework"), row.strategy = f("strategy"), row.metric = f("metric");
-      row.series = f("series"), row.precision = f("precision"), row.checkpointing = f("activation_checkpointing"), row.model = f("model");
-      row.convention = f("flop_convention");
-      row.gpus = int(num(f("gpus")));
-      row.seq_len = int64_t(num(f("seq_len")));
-      row.micro_batch = int64_t(num(f("micro_batch")));
-      // "fused": no torch.compile, but the software fuses the norms, rotary embedding and SwiGLU by hand
-      // (flash-attn / xformers / Transformer Engine kernels), which is the fusion micsim's compile models.
-      row.compile = f("compile") == "true" || f("compile") == "fused";
-      auto& assumed = row.assumptions;
-      auto skip = [&](const std::string& why) {
-        row.skip_reason = why;
-        out.push_back(row);
-      };
-      const std::string arch = f("arch");
-      auto gpu = catalog_gpu(row.gpu, assumed);
-      if (!gpu) { skip("GPU " + row.gpu + " not in the catalog"); continue; }
-      row.arch = cat.find_gpu(*gpu)->arch;
-      if (arch != "llama" && arch != "gpt" && arch != "mpt" && arch != "bert") { skip("architecture " + arch + " not modelled"); continue; }
-      if (row.framework.rfind("other:", 0) == 0 && row.framework != "other:internevo" && row.strategy == "zero1" &&
-          !f("partition_size").empty()) {
-        skip("ZeRO-1 sharded within groups is modelled for InternEvo only"); continue;
-      }
-      bool arch_known = true;
-      for (const char* k : {"layers", "hidden", "heads", "ffn", "vocab"}) arch_known &= num(f(k)) > 0 && num(f(k)) < 1e9;
-      if (!arch_known) { skip("architecture not published in full"); continue; }
-      const double value = num(f("value"));
-      if (!(value > 0) || !(row.gpus > 0) || !(row.seq_len > 0) || !(row.micro_batch > 0)) { skip("incomplete row"); continue; }
-      const std::string notes = f("notes");
-      const bool offload = (notes.find("offload") != std::string::npos || notes.find("Offload") != std::string::npos) &&
-                           notes.find("CPUOffload False") == std::string::npos;
-      if (offload) {
-        skip("CPU offload is not modelled"); continue;
-      }
-      if (row.metric == "samples_per_s" && row.framework == "deepspeed" && notes.find("autotun") != std::string::npos) {
-        skip("autotuner metric, not an end-to-end step"); continue;
-      }
-      int gpn = int(num(f("gpus_per_node")));
-      if (!(gpn > 0)) gpn = std::min(row.gpus, 8), assumed.push_back(fmt::format("{} GPUs per node", gpn));
-      gpn = std::min(gpn, row.gpus);
-      if (row.gpus % gpn != 0) { skip("GPUs not a multiple of GPUs per node"); continue; }
-      // Scenario as a YAML tree.
-      YAML::Node y;
-      y["name"] = row.id;
-      YAML::Node inst = y["cluster"]["instance"];
-      inst["gpu"] = *gpu;
-      inst["gpus_per_node"] = gpn;
-      const GpuSpec* spec = cat.find_gpu(*gpu);
-      const bool hopper = spec->arch >= GpuArch::Hopper;
-      inst["intra_node"]["kind"] = "nvlink";
-      inst["intra_node"]["gbytes_per_s"] = spec->arch == GpuArch::Volta ? 120.0 : hopper ? 370.8 : 240.0;
-      inst["intra_node"]["nvls"] = hopper;
-      inst["network"] = network_of(f("interconnect"), *gpu, gpn, assumed);
-      y["cluster"]["nodes"] = row.gpus / gpn;
-      YAML::Node m = y["model"];
-      m["arch"] = arch == "mpt" ? "gpt" : arch;
-      for (const char* k : {"layers", "hidden", "heads", "ffn", "vocab"}) m[k] = int64_t(num(f(k)));
-      const double kv = num(f("kv_heads"));
-      if (kv > 0) m["kv_heads"] = int64_t(kv);
-      if (arch == "mpt") {
-        // MPT (llm-foundry benchmark configs): no learned positions beyond the sequence, no dropout.
-        m["max_position"] = row.seq_len, m["dropout"] = false;
-      }
-      if (arch == "gpt" || arch == "bert") m["max_position"] = std::max<int64_t>(row.seq_len, 512);
-      YAML::Node tr = y["training"];
-      tr["seq_len"] = row.seq_len;
-      tr["micro_batch"] = row.micro_batch;
-      const double gb = num(f("global_batch")), ga = num(f("grad_accum"));
-      const double per_step = double(row.micro_batch) * row.gpus;
-      if (gb > 0 && std::fmod(gb, per_step) == 0) tr["global_batch"] = int64_t(gb);
-      else if (ga > 0) tr["grad_accumulation_steps"] = int64_t(ga);
-      else tr["grad_accumulation_steps"] = 1, assumed.push_back("one micro-step per step");
-      if (row.precision == "fp8" && spec->peak_fp8_flops <= 0) { skip("fp8 on a GPU without FP8"); continue; }
-      tr["precision"] = row.precision == "fp16" ? "fp16" : row.precision == "fp8" ? "fp8" : "bf16";
-      if (f("compile") == "unknown") assumed.push_back("no torch.compile");
-      if (f("compile") == "fused") assumed.push_back("hand-fused norm/rotary/SwiGLU kernels run as torch.compile's fusion");
-      tr["compile"] = row.compile;
-      std::string ck = row.checkpointing;
-      if (ck == "unknown" || ck.empty()) ck = "full", assumed.push_back("full activation checkpointing");
-      tr["activation_checkpointing"] = ck;
-      // torchtitan's loss is F.cross_entropy on the logits cast to fp32 (train.py loss_fn); a file may
-      // state the loss per row (column cross_entropy: fused | torch | compiled).
-      if (f("software").find("torchtitan") != std::string::npos) tr["cross_entropy"] = "torch";
-      const std::string ce = f("cross_entropy");
-      if (ce == "fused" || ce == "torch" || ce == "compiled") tr["cross_entropy"] = ce;
-      // llm-foundry runs on Composer, whose trainer keeps the logits in state.outputs (for its training
-      // metrics) through the backward: Trainer._train_microbatch, self.state.outputs = self.state.model(batch).
-      if (arch == "mpt") tr["logits_kept_through_backward"] = true;
-      // AdamW's update: the framework profile's default (fsdp1 and internevo: foreach, as Composer's
-      // DecoupledAdamW, fms-fsdp, TinyLlama and InternEvo ran it; models/catalog/frameworks.yaml), or what a
-      // file states per row where a source's commit differs (column optimizer_implementation: fused | foreach).
-      const std::string opt_impl = f("optimizer_implementation");
-      if (opt_impl == "fused" || opt_impl == "foreach") tr["optimizer_implementation"] = opt_impl;
-      // The FP8 recipe where a file states it (column fp8_recipe: dynamic | delayed); default dynamic.
-      const std::string recipe = f("fp8_recipe");
-      if (row.precision == "fp8" && (recipe == "dynamic" || recipe == "delayed")) tr["fp8_recipe"] = recipe;
-      // Whether full-block recomputation stops early (PyTorch >= 2.1 non-reentrant checkpoint), where a file
-      // states it per row (column recompute_early_stop); otherwise the framework profile's default.
-      const std::string early = f("recompute_early_stop");
-      if (early == "true" || early == "false") tr["recompute_early_stop"] = early == "true";
-      const double every = num(f("checkpoint_every"));
-      if (ck == "selective-layer") {
-        tr["checkpoint_every"] = every > 0 ? int64_t(every) : 2;
-        if (!(every > 0)) assumed.push_back("selective-layer every 2nd block");
-      }
-      const std::string flash = f("flash_attention");
-      if (flash == "true" || flash == "false") tr["flash_attention"] = flash == "true" && spec->arch >= GpuArch::Ampere;
-      // The fused kernel where the source names it (FlashAttention-3, cuDNN through Transformer Engine);
-      // empty = the FlashAttention-2 class that SDPA's flash backend and flash-attn 2 run.
-      const std::string kernel = f("attention_kernel");
-      if (!kernel.empty() && kernel != "fa2") tr["attention_kernel"] = kernel, tr["flash_attention"] = true;
-      row.triton_attention = kernel == "triton";
-      YAML::Node st = y["strategy"];
-      st["kind"] = row.strategy == "hsdp" ? "hsdp" : row.strategy;
-      if (row.strategy == "hsdp") st["partition_size"] = int64_t(num(f("partition_size")));
-      const std::string fw = row.framework;
-      if (fw == "fsdp1" || fw == "fsdp2" || fw == "deepspeed") st["framework"] = fw;
-      // InternEvo's configs reduce in buckets of 512 * 1024 * 1024 elements (configs/7B_sft.py).
-      if (fw == "other:internevo" && row.strategy == "zero1") {
-        st["framework"] = "internevo", st["reduce_bucket_size"] = 536870912;
-        if (!f("partition_size").empty()) st["partition_size"] = int64_t(num(f("partition_size")));  // InternEvo zero1 = p
-      }
-      if (fw == "smp") st["kind"] = "mics", st["framework"] = "smp", st["partition_size"] = int64_t(num(f("partition_size")));
-      // Gradient reductions in fp32: torchtitan's FSDP2 MixedPrecisionPolicy(reduce_dtype=float32) at every
-      // commit in the corpus (training.mixed_precision_reduce, only choice "float32"); a file may state it
-      // per row (column reduce_dtype: fp32 | bf16 | fp16, e.g. Composer's mixed_precision DEFAULT = fp32).
-      if (f("software").find("torchtitan") != std::string::npos) st["reduce_dtype"] = "fp32";
-      const std::string rd = f("reduce_dtype");
-      if (rd == "fp32" || rd == "bf16" || rd == "fp16") st["reduce_dtype"] = rd;
-      // FP8 all-gather of the linear weights (torchao enable_fsdp_float8_all_gather, Megatron-FSDP
-      // fp8_param_gather), where the file states it (column fp8_all_gather).
-      if (f("fp8_all_gather") == "true" && row.precision == "fp8") st["fp8_all_gather"] = true;
-      std::smatch vm;
-      const std::string software = f("software");
-      if (fw == "deepspeed" && std::regex_search(software, vm, std::regex(R"(DeepSpeed[ v]*([0-9]+\.[0-9]+(\.[0-9]+)?))")))
-        st["version"] = vm[1].str();
-      YAML::Emitter e;
-      e << y;
-      row.scenario_yaml = std::string(e.c_str()) + "\n";
-      // The published figure in tokens/s per GPU.
-      double params = num(f("params"));
-      const double peak = row.precision == "fp8" && row.convention.find("1979") != std::string::npos ? spec->peak_fp8_flops
-                                                                                                   : spec->peak(Precision::BF16);
-      std::string why;
-      auto tok = tokens_per_gpu(row.metric, value, row.convention, params > 0 ? params : NAN, int(num(f("layers"))), num(f("hidden")),
-                                num(f("vocab")), double(row.seq_len), row.gpus, gb, peak, ck == "full", why);
-      if (!tok || !std::isfinite(*tok)) { skip(why.empty() ? "cannot convert the metric" : why); continue; }
-      row.published = *tok;
-      out.push_back(row);
-    }
+    for (const auto& r : t.rows) out.push_back(read_corpus_row(CsvRowView{t, r}, file, r.line));
   }
-  // The MosaicML A100 table (its own format), beside the corpus directory.
-  const fs::path mosaic = fs::path(dir).parent_path() / "mosaicml-fsdp-a100.csv";
-  if (fs::exists(mosaic)) {
-    CsvTable t = load_csv(mosaic.string());
-    static const std::map<std::string, std::tuple<int, int, int>> mpt = {
-        {"125m", {768, 12, 12}}, {"350m", {1024, 16, 24}}, {"760m", {1536, 12, 24}}, {"1b", {2048, 16, 24}}, {"3b", {2560, 20, 32}},
-        {"7b", {4096, 32, 32}}, {"13b", {5120, 40, 40}}, {"30b", {7168, 56, 48}}, {"70b", {8192, 64, 80}}};
-    for (const auto& r : t.rows) {
-      auto f = [&](const char* c) { return t.column(c) >= 0 ? r.fields[t.column(c)] : std::string(); };
-      auto it = mpt.find(f("Model"));
-      const int gpus = int(num(f("# GPUs")));
-      if (it == mpt.end() || f("Sharding Strategy") != "FULL_SHARD" || gpus % 8 != 0) continue;
-      CorpusRow row;
-      auto [h, heads, layers] = it->second;
-      row.source = f("source"), row.source_group = "mosaicml", row.file = mosaic.string(), row.line = r.line;
-      row.gpu = f("GPU") == "a100_40gb" ? "A100-SXM4-40GB" : "A100-SXM4-80GB";
-      row.arch = GpuArch::Ampere;
-      row.gpus = gpus, row.seq_len = int64_t(num(f("SeqLen (T)"))), row.micro_batch = int64_t(num(f("MicroBatchSize")));
-      row.framework = "fsdp1", row.strategy = "zero3", row.metric = "mfu", row.model = "mpt-" + f("Model");
-      row.id = fmt::format("mosaicml-a100-{}-s{}-g{}-{}-mb{}", f("Model"), row.seq_len, gpus, f("GPU"), row.micro_batch);
-      row.checkpointing = f("Activation Checkpointing") == "True" ? "full" : "none";
-      row.precision = "bf16";
-      row.convention = "6N+12Lhs (llm-foundry)";
-      YAML::Node y;
-      y["name"] = row.id;
-      y["cluster"]["instance"] = f("GPU") == "a100_40gb" ? "mosaicml-a100-40gb" : "mosaicml-a100-80gb";
-      y["cluster"]["nodes"] = gpus / 8;
-      YAML::Node m = y["model"];
-      m["arch"] = "gpt", m["layers"] = layers, m["hidden"] = h, m["heads"] = heads, m["ffn"] = 4 * h, m["vocab"] = 50368;
-      m["max_position"] = row.seq_len, m["dropout"] = false;
-      YAML::Node tr = y["training"];
-      tr["seq_len"] = row.seq_len, tr["micro_batch"] = row.micro_batch, tr["global_batch"] = int64_t(num(f("GlobalBatchSize")));
-      tr["precision"] = "bf16", tr["activation_checkpointing"] = row.checkpointing, tr["flash_attention"] = true;
-      tr["logits_kept_through_backward"] = true;  // Composer, as for the llm-foundry rows above
-      // The b2a43a1 tables were measured on PyTorch 1.13 (its benchmarking README: "TODO: Update tables with
-      // torch 2.0"), whose non-reentrant checkpoint reruns the whole block: no early stop.
-      tr["recompute_early_stop"] = false;
-      // submit_benchmarks.py --attn_impl default 'triton' (llm-foundry b2a43a1, the tables' commit):
-      // flash_attn_triton.py on triton-pre-mlir.
-      tr["attention_kernel"] = "triton";
-      row.triton_attention = true;
-      y["strategy"]["kind"] = "zero3";
-      y["strategy"]["framework"] = "fsdp1";
-      // Composer's FSDP mixed_precision (mosaic_fsdp_utils.get_mixed_precision at v0.17.2): DEFAULT
-      // reduces in fp32, PURE in the training precision.
-      y["strategy"]["reduce_dtype"] = f("MP Mode") == "DEFAULT" ? "fp32" : "bf16";
-      YAML::Emitter e;
-      e << y;
-      row.scenario_yaml = std::string(e.c_str()) + "\n";
-      const double params = num(f("NumParams"));
-      row.published = num(f("MFU")) / 100.0 * 312e12 / (6 * params + 12.0 * layers * h * double(row.seq_len));
-      out.push_back(row);
-    }
-  }
+  add_mosaicml_a100_table(dir, out);
   if (out.empty()) throw InputError({dir, 0, 0}, "", "no training-corpus rows here (expected *.csv files in the corpus format, validation/data/training-corpus/README.md)");
   return out;
 }
