@@ -73,6 +73,8 @@ json fabric_json(const FabricSpec& f) {
           {"bandwidth_efficiency_at_scale", f.bandwidth_efficiency_at_scale},
           {"ll128_efficiency", f.ll128_efficiency},
           {"tree_efficiency_at_scale", f.tree_efficiency_at_scale},
+          // One GPU's host-staged path to the network (GB/s); null: no such limit.
+          {"gpu_path_gbytes_per_s", f.gpu_path_bytes_per_s > 0 ? json(f.gpu_path_bytes_per_s / 1e9) : json(nullptr)},
           {"nccl_net_latency_us", f.nccl_net_latency_s * 1e6},
           {"ramp_min", f.ramp_min},
           {"ramp_half_kib", f.ramp_half_bytes / 1024.0},

@@ -99,11 +99,20 @@ TEST_CASE("hierarchical all-gather moves (k-1)/k of the data across nodes, a fla
 }
 
 TEST_CASE("NIC sharing: concurrent groups on a node split its NICs") {
-  auto m = model_for("p3dn.24xlarge");
+  // p3dn's catalog caps one GPU's host-staged path (2.6 GB/s, below the NIC's 6.9 at 8 nodes): without it
+  // four one-GPU-per-node groups take four times as long as one; with it the lone group is path-bound
+  // and the four, at a quarter of the NIC each (1.7 GB/s), are not.
+  NetworkParams net = NetworkParams::from_instance(HardwareCatalog::builtin().instance("p3dn.24xlarge"));
+  NetworkParams no_path = net;
+  no_path.gpu_path_bytes_per_s = 0;
   const double S = 512.0 * (1 << 20);
-  auto alone = m.estimate(CollectiveOp::AllReduce, S, GroupLayout::make(8, 8, 1), {NcclAlgorithm::Ring, Protocol::Simple});
-  auto shared = m.estimate(CollectiveOp::AllReduce, S, GroupLayout::make(8, 8, 4), {NcclAlgorithm::Ring, Protocol::Simple});
-  CHECK((shared.time_s - shared.latency_s) == rel_approx(4 * (alone.time_s - alone.latency_s)));
+  auto transfer = [&](const NetworkParams& n, int concurrent) {
+    auto e = CollectiveModel(n).estimate(CollectiveOp::AllReduce, S, GroupLayout::make(8, 8, concurrent), {NcclAlgorithm::Ring, Protocol::Simple});
+    return e.time_s - e.latency_s;
+  };
+  CHECK(transfer(no_path, 4) == rel_approx(4 * transfer(no_path, 1)));
+  CHECK(transfer(net, 4) == rel_approx(transfer(no_path, 4)));
+  CHECK(transfer(net, 1) == rel_approx(2 * S * 7 / 8 / 2.6e9).epsilon(0.01));
 }
 
 // Monotone in size for every algorithm and protocol, and for a picker that takes the fastest. NCCL's own

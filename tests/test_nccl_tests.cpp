@@ -294,6 +294,49 @@ TEST_CASE("a network crossing's fixed cost and a hop faster than NCCL's table: c
                 temp_file("floor.yaml", "network: {inter_latency_us: -3}\n")).status == 2);
 }
 
+TEST_CASE("one GPU's host-staged path and the NVLink hop latency: charged where they bind, fitted back from two GPUs-per-node counts") {
+  const InstanceSpec& p3dn = HardwareCatalog::builtin().instance("p3dn.24xlarge");
+  NetworkParams net = NetworkParams::from_instance(p3dn);
+  REQUIRE(net.gpu_path_bytes_per_s == rel_approx(2.6e9));
+  NetworkParams unlimited = net;
+  unlimited.gpu_path_bytes_per_s = 0;
+  const auto time = [](const NetworkParams& n, int ranks, int nodes, int concurrent = 1) {
+    return CollectiveModel(n).estimate(CollectiveOp::AllReduce, double(1 << 30), GroupLayout::make(ranks, nodes, concurrent),
+                                       {NcclAlgorithm::Ring, std::nullopt}).time_s;
+  };
+  // Two nodes x one GPU, ring forced, 1 GiB: the README run of aws-samples/eks-efa-examples@032dc78 reads 2.60 GB/s busbw
+  // (413.6 ms); without the path limit the node's NIC would give it the 8-GPU rate, 7.5 GB/s.
+  CHECK(double(1 << 30) / time(net, 2, 2) / 1e9 == rel_approx(2.60).epsilon(0.02));
+  CHECK(double(1 << 30) / time(unlimited, 2, 2) / 1e9 > 7.0);
+  // With eight GPUs per node the NIC binds first, and so it does for MiCS's eight concurrent one-GPU-per-node groups.
+  CHECK(time(net, 16, 2) == time(unlimited, 16, 2));
+  CHECK(time(net, 2, 2, 8) == time(unlimited, 2, 2, 8));
+  // Logs at one and at eight GPUs per node, made with known terms, give them back; from one count neither is fitted.
+  std::string truth = temp_file("p3dn-truth.yaml", "instance: p3dn.24xlarge\n"
+                                "network: {intra_latency_scale: 3, inter_latency_us: 20, gpu_path_gbytes_per_s: 2.2}\n");
+  std::string one_per_node = micsim::test::temp_path("p3dn-1gpu.txt"), eight_per_node = micsim::test::temp_path("p3dn-8gpu.txt");
+  REQUIRE(run_cli("collective --instance p3dn.24xlarge --nodes 2 --gpus-per-node 1 --algo ring --op all_reduce -b 8 -e 1G -f 4 "
+                  "--calibration " + truth + " > " + one_per_node).status == 0);
+  REQUIRE(run_cli("collective --instance p3dn.24xlarge --nodes 2 --op all_reduce -b 8 -e 1G -f 4 --calibration " + truth + " > " +
+                  eight_per_node).status == 0);
+  std::string cal = micsim::test::temp_path("p3dn-fit.yaml");
+  REQUIRE(run_cli("calibrate --nccl-tests " + one_per_node + " --nccl-tests " + eight_per_node +
+                  " --include-two-node-allreduce --instance p3dn.24xlarge --out " + cal).status == 0);
+  Calibration c = load_calibration(cal);
+  REQUIRE(c.intra_latency_scale.has_value());
+  REQUIRE(c.gpu_path_bytes_per_s.has_value());
+  REQUIRE(c.inter_latency_s.has_value());
+  CHECK(*c.intra_latency_scale == rel_approx(3).epsilon(0.05));
+  CHECK(*c.inter_latency_s * 1e6 == rel_approx(20).epsilon(0.05));
+  CHECK(*c.gpu_path_bytes_per_s / 1e9 == rel_approx(2.2).epsilon(0.05));
+  std::string eight_only = micsim::test::temp_path("p3dn-fit8.yaml");
+  REQUIRE(run_cli("calibrate --nccl-tests " + eight_per_node + " --include-two-node-allreduce --instance p3dn.24xlarge --out " +
+                  eight_only).status == 0);
+  Calibration e = load_calibration(eight_only);
+  CHECK_FALSE(e.intra_latency_scale.has_value());
+  CHECK_FALSE(e.gpu_path_bytes_per_s.has_value());
+}
+
 TEST_CASE("validate --leave-one-source-out: the multi-node rows of each source file, summed, are the held-out rows") {
   const std::string dir = std::string(MICSIM_SOURCE_DIR) + "/validation/data/nccl-tests/";
   auto r = run_cli("validate --leave-one-source-out " + dir + "aws_awsome_distributed_training_nccl_tests_readme.csv " + dir +

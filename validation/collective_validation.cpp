@@ -54,6 +54,10 @@ const Param kParams[] = {
      0.05, 1.5, 0, 1.0, {1.0, 0.7, 1.0}},
     {"collnet_efficiency", "collnet_efficiency", &NetworkParams::collnet_efficiency, &Calibration::collnet_efficiency,
      0.05, 1.0, 0, 0.9, {0.9, 0.6, 0.97}},
+    {"gpu_path_gbytes_per_s", "gpu_path_gbytes_per_s", &NetworkParams::gpu_path_bytes_per_s, &Calibration::gpu_path_bytes_per_s, 1e8, 1e12, 0,
+     0 /* no limit */, {3e9, 1e9, 10e9}},
+    {"intra_latency_scale", "intra_latency_scale", &NetworkParams::intra_latency_scale, &Calibration::intra_latency_scale, 0.1, 20.0, 0,
+     1.0 /* NCCL's own */, {1.0, 0.5, 3.0}},
     {"intra_efficiency", "intra_efficiency", &NetworkParams::intra_efficiency, &Calibration::intra_efficiency, 0.05, 1.25, 0, 0.98, {0.98, 0.8, 1.0}},
     {"intra_ramp_min", "intra_ramp", &NetworkParams::intra_ramp_min, &Calibration::intra_ramp_min, 0.05, 1.0, 0, 1.0, {0.5, 0.2, 0.8}},
     {"intra_ramp_half_kib", "intra_ramp", &NetworkParams::intra_ramp_half_bytes, &Calibration::intra_ramp_half_bytes, 1.0, 1e10, 0, 0,
@@ -255,6 +259,18 @@ NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>&
     if (r.nodes > 1 && r.bytes <= 64 * KiB) small_counts.insert(r.nodes);
   if (small_counts.size() >= 2)
     params.push_back(&param("inter_fixed_latency_us"));
+  // The NVLink hops' latency is told apart from the network hops' only by small messages run with different
+  // numbers of GPUs per node (a ring over n ranks on k nodes takes its network hops per node and its NVLink hops
+  // per rank): two such mixes, one of them with NVLink hops, and the fit can separate the two costs.
+  std::set<int> small_per_node;
+  for (const auto& r : fit.rows)
+    if (r.nodes > 1 && r.bytes <= 64 * KiB) small_per_node.insert(r.ranks / r.nodes);
+  if (small_per_node.size() >= 2 && *small_per_node.rbegin() > 1)
+    params.push_back(&param("intra_latency_scale"));
+  // One GPU's path to a host-staged network binds where one GPU per node carries the traffic: large messages
+  // at one rank per node tell it apart from the node's NIC efficiency (with more GPUs per node it does not bind).
+  if (any([&](const NcclTestRow& r) { return r.nodes > 1 && r.ranks == r.nodes && r.bytes >= 64 * MiB; }))
+    params.push_back(&param("gpu_path_gbytes_per_s"));
   if (any([&](const NcclTestRow& r) { return r.nodes > 1 && r.bytes >= 64 * MiB; }))
     params.push_back(&param("inter_efficiency"));
   if (any([&](const NcclTestRow& r) { return r.nodes > 1 && r.bytes >= MiB && r.bytes <= 256 * MiB; })) {

@@ -14,7 +14,7 @@ using Term = std::optional<double> Calibration::*;
 constexpr Term kTerms[] = {
     &Calibration::intra_efficiency, &Calibration::intra_latency_scale, &Calibration::inter_efficiency, &Calibration::inter_efficiency_at_scale,
     &Calibration::inter_latency_s, &Calibration::inter_fixed_latency_s, &Calibration::inter_ll128_efficiency, &Calibration::inter_tree_efficiency, &Calibration::collnet_efficiency,
-    &Calibration::nvls_efficiency, &Calibration::intra_ramp_min, &Calibration::intra_ramp_half_bytes, &Calibration::inter_ramp_min, &Calibration::inter_ramp_half_bytes,
+    &Calibration::nvls_efficiency, &Calibration::intra_ramp_min, &Calibration::intra_ramp_half_bytes, &Calibration::inter_ramp_min, &Calibration::inter_ramp_half_bytes, &Calibration::gpu_path_bytes_per_s,
     &Calibration::call_overhead_s, &Calibration::nccl_net_latency_s, &Calibration::gemm_efficiency, &Calibration::gemm_dim_half, &Calibration::gemm_overhead_s,
     &Calibration::attention_efficiency, &Calibration::hbm_efficiency, &Calibration::kernel_overhead_s, &Calibration::interference,
     &Calibration::collective_hbm_traffic, &Calibration::memory_pressure_onset, &Calibration::memory_pressure_slowdown,
@@ -62,9 +62,11 @@ void Calibration::apply(NetworkParams& net) const {
   if (inter_ramp_min) net.inter_ramp_min = *inter_ramp_min;
   if (inter_ramp_half_bytes) net.inter_ramp_half_bytes = *inter_ramp_half_bytes;
   if (call_overhead_s) net.call_overhead_s = *call_overhead_s;
+  if (gpu_path_bytes_per_s) net.gpu_path_bytes_per_s = *gpu_path_bytes_per_s;
   if (nccl_net_latency_s) net.nccl_net_latency_s = *nccl_net_latency_s;
   if (intra_efficiency || intra_latency_scale || inter_efficiency || inter_efficiency_at_scale || inter_latency_s || inter_fixed_latency_s ||
-      inter_ll128_efficiency || inter_tree_efficiency || collnet_efficiency || nvls_efficiency || intra_ramp_min || intra_ramp_half_bytes || inter_ramp_min || inter_ramp_half_bytes || call_overhead_s || nccl_net_latency_s)
+      inter_ll128_efficiency || inter_tree_efficiency || collnet_efficiency || nvls_efficiency || intra_ramp_min || intra_ramp_half_bytes || inter_ramp_min || inter_ramp_half_bytes || call_overhead_s || nccl_net_latency_s ||
+      gpu_path_bytes_per_s)
     net.source = "calibration " + path;
 }
 
@@ -125,7 +127,7 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
     net->check_keys({"intra_efficiency", "intra_latency_scale", "inter_efficiency", "inter_efficiency_at_scale", "inter_latency_us",
                      "inter_fixed_latency_us", "nvls_efficiency", "intra_ramp_min", "intra_ramp_half_kib", "inter_ramp_min", "inter_ramp_half_kib",
                      "inter_ll128_efficiency", "inter_tree_efficiency", "collnet_efficiency", "call_overhead_us", "nccl_net_latency_us",
-                     "measured_nodes"});
+                     "gpu_path_gbytes_per_s", "measured_nodes"});
     if (auto v = net->get("intra_efficiency")) c.intra_efficiency = v->as_double_in(0.01, 1.5);
     if (auto v = net->get("intra_latency_scale")) c.intra_latency_scale = v->as_double_in(0.0, 100.0);
     if (auto v = net->get("inter_efficiency")) c.inter_efficiency = v->as_double_in(0.01, 1.5);
@@ -140,6 +142,7 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
     if (auto v = net->get("inter_ll128_efficiency")) c.inter_ll128_efficiency = v->as_double_in(0.05, 1.5);
     if (auto v = net->get("inter_tree_efficiency")) c.inter_tree_efficiency = v->as_double_in(0.05, 1.5);
     if (auto v = net->get("collnet_efficiency")) c.collnet_efficiency = v->as_double_in(0.01, 1.0);
+    if (auto v = net->get("gpu_path_gbytes_per_s")) c.gpu_path_bytes_per_s = v->as_double_in(0.01, 1e4) * 1e9;
     if (auto v = net->get("measured_nodes")) c.measured_nodes = parse_node_range(*v);
     if (auto v = net->get("nccl_net_latency_us")) c.nccl_net_latency_s = v->as_double_in(0, 1e5) * 1e-6;
     if (auto v = net->get("call_overhead_us")) c.call_overhead_s = v->as_double_in(0, 1e5) * 1e-6;
@@ -205,6 +208,7 @@ std::string Calibration::to_yaml() const {
   put(net, "inter_ll128_efficiency", inter_ll128_efficiency);
   put(net, "inter_tree_efficiency", inter_tree_efficiency);
   put(net, "collnet_efficiency", collnet_efficiency);
+  if (gpu_path_bytes_per_s && *gpu_path_bytes_per_s > 0) put(net, "gpu_path_gbytes_per_s", gpu_path_bytes_per_s, 1e-9);  // 0: no limit
   put(net, "call_overhead_us", call_overhead_s, 1e6);
   put(net, "nccl_net_latency_us", nccl_net_latency_s, 1e6);
   if (measured_nodes) net += fmt::format("  measured_nodes: [{}, {}]\n", measured_nodes->lo, measured_nodes->hi);

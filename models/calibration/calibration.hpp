@@ -25,7 +25,8 @@ struct Calibration {
   std::string instance;
   std::string source;
   std::optional<double> intra_efficiency, intra_latency_scale, inter_efficiency, inter_efficiency_at_scale, inter_latency_s,
-      inter_fixed_latency_s, inter_ll128_efficiency, inter_tree_efficiency, collnet_efficiency, nvls_efficiency, intra_ramp_min, intra_ramp_half_bytes, inter_ramp_min, inter_ramp_half_bytes, call_overhead_s;
+      inter_fixed_latency_s, inter_ll128_efficiency, inter_tree_efficiency, collnet_efficiency, nvls_efficiency, intra_ramp_min, intra_ramp_half_bytes, inter_ramp_min, inter_ramp_half_bytes, call_overhead_s,
+      gpu_path_bytes_per_s;
   // What the net plugin reports to NCCL's cost model on this cluster (a setting, not fitted: it steers NCCL's pick only).
   std::optional<double> nccl_net_latency_s;
   std::optional<double> gemm_efficiency, gemm_dim_half, gemm_overhead_s, attention_efficiency, hbm_efficiency,

@@ -53,6 +53,10 @@ struct NetworkParams {
   bool nvls = false;
   double nvls_efficiency = 0.73;        // NVLS all_reduce algbw / intra_bytes_per_s (fitted: p5 0.717, Azure NDv5 0.739)
   double inter_node_bytes_per_s = 50e9; // NICs x line rate, per node
+  // One GPU's own path to the network where the fabric stages traffic through host memory (no GPUDirect
+  // RDMA: p3dn's EFA), bytes/s; 0 = no limit. It binds only where few GPUs per node carry a group's traffic
+  // (one GPU per node: 2.6 GB/s on p3dn where the node's NIC gives 7.5). nic_bandwidth_for applies it.
+  double gpu_path_bytes_per_s = 0;
   double inter_efficiency = 0.9;        // fabric bandwidth_efficiency (collective over 2 nodes)
   double inter_efficiency_at_scale = 0.9;  // asymptote for collectives over many nodes
   double inter_latency_s = 0;           // fabric latency per inter-node step (NCCL latencyInter), >= kMinInterLatencyS

@@ -103,6 +103,7 @@ NetworkParams NetworkParams::from_instance(const InstanceSpec& inst) {
   p.inter_fixed_latency_s = inst.network.fabric.fixed_latency_s;
   p.inter_ll128_efficiency = inst.network.fabric.ll128_efficiency;
   p.inter_tree_efficiency = inst.network.fabric.tree_efficiency_at_scale;
+  p.gpu_path_bytes_per_s = inst.network.fabric.gpu_path_bytes_per_s;
   p.inter_algorithms = inst.network.fabric.algorithms;
   // LL128 needs ordered 128-byte stores end to end, which some fabrics do not give (catalog `ll128`).
   if (!inst.network.fabric.ll128) p.inter_protocols = {Protocol::LL, Protocol::Simple};
@@ -157,7 +158,8 @@ double NetworkParams::inter_efficiency_for(int nodes) const {
 
 double NetworkParams::nic_bandwidth_for(const GroupLayout& g, double efficiency) const {
   const double node = inter_node_bytes_per_s * efficiency;
-  const double per_gpu = node / std::max(1, std::min(nics, gpus_per_node));
+  double per_gpu = node / std::max(1, std::min(nics, gpus_per_node));
+  if (gpu_path_bytes_per_s > 0) per_gpu = std::min(per_gpu, gpu_path_bytes_per_s);
   return std::min(node / g.concurrent_groups, g.ranks_per_node * per_gpu);
 }
 

@@ -228,7 +228,7 @@ static NcclAlgorithm parse_algorithm(const YamlNode& n) {
 FabricSpec HardwareCatalog::parse_fabric(const YamlNode& n, const std::string& name) const {
   n.check_keys({"latency_us", "bandwidth_efficiency", "bandwidth_efficiency_at_scale", "ramp_min", "ramp_half_kib", "algorithms",
                 "ll128", "ll128_efficiency", "tree_efficiency_at_scale", "fixed_latency_us", "nccl_net_latency_us",
-                "collnet_efficiency", "sharp", "measured_nodes", "source"});
+                "collnet_efficiency", "sharp", "measured_nodes", "gpu_path_gbytes_per_s", "source"});
   FabricSpec f;
   f.name = name;
   f.latency_s = n.at("latency_us").as_double_in(kMinInterLatencyS * 1e6, 1e5) * 1e-6;
@@ -243,6 +243,7 @@ FabricSpec HardwareCatalog::parse_fabric(const YamlNode& n, const std::string& n
   if (auto v = n.get("ll128")) f.ll128 = v->as_bool();
   if (auto v = n.get("ll128_efficiency")) f.ll128_efficiency = v->as_double_in(0.05, 1.5);
   if (auto v = n.get("tree_efficiency_at_scale")) f.tree_efficiency_at_scale = v->as_double_in(0.05, 1.5);
+  if (auto v = n.get("gpu_path_gbytes_per_s")) f.gpu_path_bytes_per_s = v->as_double_in(0.01, 1e4) * 1e9;
   if (auto v = n.get("nccl_net_latency_us")) f.nccl_net_latency_s = v->as_double_in(0, 1e5) * 1e-6;
   if (auto v = n.get("collnet_efficiency")) f.collnet_efficiency = v->as_double_in(0.01, 1.0);
   if (auto v = n.get("sharp")) f.sharp = v->as_bool();

@@ -115,6 +115,9 @@ struct FabricSpec {
   bool ll128 = true;                      // LL128 across nodes: needs in-order 128-byte delivery end to end
   double ll128_efficiency = 1.0;          // LL128's inter-node bandwidth / what NCCL's model gives it (ring 0.92, tree 120/128 of Simple)
   double tree_efficiency_at_scale = 1.0;  // tree / NVLS-tree inter-node bandwidth / ring's, at >= 3 nodes
+  // What one GPU's own path to the network carries where the fabric stages traffic through host memory (no
+  // GPUDirect RDMA), bytes/s; 0 = no such limit (NetworkParams::gpu_path_bytes_per_s).
+  double gpu_path_bytes_per_s = 0;
   double ramp_min = 1.0;                  // bandwidth efficiency ramp (see NetworkParams): floor ...
   double ramp_half_bytes = 0;             // ... and the per-rank step size at which it is half way up
   // The network latency the NCCL net plugin reports to NCCL's tuning model (ncclNetProperties.latency, us;
