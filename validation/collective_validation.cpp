@@ -228,24 +228,13 @@ std::vector<CollectiveComparison> compare_collectives(const std::vector<NcclTest
   return out;
 }
 
-NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>& all_rows, const FitOptions& opt) {
-  NetworkFit fit;
-  const NetworkParams base = [&] {
-    NetworkParams n = NetworkParams::from_instance(inst);
-    for (const auto& t : opt.priors) set_prior(n, t);
-    return n;
-  }();
-  const bool from_priors = !opt.priors.empty();
-  // Rows that can inform the fit.
-  for (const auto& r : all_rows) {
-    if (!r.op_known || r.ranks < 2 || r.ranks / r.nodes > inst.gpus_per_node || !r.time_or_derived()) continue;
-    if (r.nodes == 2 && r.op == CollectiveOp::AllReduce && !opt.include_two_node_allreduce) continue;
-    fit.rows.push_back(r);
-  }
-  // A parameter is fitted only when some rows depend on it: latencies on small messages (<= 64 KiB),
-  // efficiencies on large ones (>= 64 MiB), pipeline-step terms on mid sizes (1-256 MiB).
+namespace {
+
+// The terms these rows can inform: a term is fitted only when some rows depend on it. Latencies on small
+// messages (<= 64 KiB), efficiencies on large ones (>= 64 MiB), pipeline-step terms on mid sizes (1-256 MiB).
+std::vector<const Param*> terms_the_rows_inform(const std::vector<NcclTestRow>& rows, const NetworkParams& base) {
   auto any = [&](auto pred) {
-    for (const auto& r : fit.rows)
+    for (const auto& r : rows)
       if (pred(r)) return true;
     return false;
   };
@@ -255,7 +244,7 @@ NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>&
   // The per-collective crossing cost is told apart from the per-hop one only by small messages at two
   // node counts (hops grow with the nodes, the crossing does not); with one count they trade off freely.
   std::set<int> small_counts;
-  for (const auto& r : fit.rows)
+  for (const auto& r : rows)
     if (r.nodes > 1 && r.bytes <= 64 * KiB) small_counts.insert(r.nodes);
   if (small_counts.size() >= 2)
     params.push_back(&param("inter_fixed_latency_us"));
@@ -263,7 +252,7 @@ NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>&
   // numbers of GPUs per node (a ring over n ranks on k nodes takes its network hops per node and its NVLink hops
   // per rank): two such mixes, one of them with NVLink hops, and the fit can separate the two costs.
   std::set<int> small_per_node;
-  for (const auto& r : fit.rows)
+  for (const auto& r : rows)
     if (r.nodes > 1 && r.bytes <= 64 * KiB) small_per_node.insert(r.ranks / r.nodes);
   if (small_per_node.size() >= 2 && *small_per_node.rbegin() > 1)
     params.push_back(&param("intra_latency_scale"));
@@ -311,10 +300,16 @@ NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>&
     params.push_back(&param("call_overhead_us"));
   if (base.nvls && any([&](const NcclTestRow& r) { return r.nodes == 1 && r.op == CollectiveOp::AllReduce && r.bytes >= 64 * MiB; }))
     params.push_back(&param("nvls_efficiency"));
-  const int P = int(params.size()), R = int(fit.rows.size());
+  return params;
+}
+
+// Least squares of log(predicted / measured) time over `rows` in the terms `params`, from four starts (the
+// base's values, then three guesses that owe nothing to the catalog); a term whose ±10 % leaves the cost
+// unchanged goes back to the base's value and is named in `unidentified`.
+NetworkParams fit_terms(const std::vector<NcclTestRow>& rows, const NetworkParams& base, const std::vector<const Param*>& params,
+                        std::set<std::string>& unidentified, int& iterations) {
+  const int P = int(params.size()), R = int(rows.size());
   NetworkParams net = base;
-  for (const auto& row : fit.rows) fit.before.push_back(predict_time(base, row) / *row.time_or_derived() - 1.0);
-  std::set<std::string> unidentified;
   if (P > 0 && R >= P) {
     auto apply = [&](const std::vector<double>& v) {
       NetworkParams n = base;
@@ -326,7 +321,7 @@ NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>&
     auto residuals = [&](const std::vector<double>& v) {
       NetworkParams n = apply(v);
       std::vector<double> r(R);
-      for (int i = 0; i < R; ++i) r[i] = std::log(predict_time(n, fit.rows[i]) / *fit.rows[i].time_or_derived());
+      for (int i = 0; i < R; ++i) r[i] = std::log(predict_time(n, rows[i]) / *rows[i].time_or_derived());
       return r;
     };
     auto bounded = [&](const Param* p, double v) {
@@ -367,9 +362,32 @@ NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>&
         unidentified.insert(params[j]->name);
       }
     }
-    fit.iterations = outcome.iterations;
+    iterations = outcome.iterations;
     net = apply(outcome.values);
   }
+  return net;
+}
+
+}  // namespace
+
+NetworkFit fit_network(const InstanceSpec& inst, const std::vector<NcclTestRow>& all_rows, const FitOptions& opt) {
+  NetworkFit fit;
+  const NetworkParams base = [&] {
+    NetworkParams n = NetworkParams::from_instance(inst);
+    for (const auto& t : opt.priors) set_prior(n, t);
+    return n;
+  }();
+  const bool from_priors = !opt.priors.empty();
+  // Rows that can inform the fit.
+  for (const auto& r : all_rows) {
+    if (!r.op_known || r.ranks < 2 || r.ranks / r.nodes > inst.gpus_per_node || !r.time_or_derived()) continue;
+    if (r.nodes == 2 && r.op == CollectiveOp::AllReduce && !opt.include_two_node_allreduce) continue;
+    fit.rows.push_back(r);
+  }
+  const std::vector<const Param*> params = terms_the_rows_inform(fit.rows, base);
+  for (const auto& row : fit.rows) fit.before.push_back(predict_time(base, row) / *row.time_or_derived() - 1.0);
+  std::set<std::string> unidentified;
+  const NetworkParams net = fit_terms(fit.rows, base, params, unidentified, fit.iterations);
   for (const auto& row : fit.rows) fit.after.push_back(predict_time(net, row) / *row.time_or_derived() - 1.0);
   Calibration& c = fit.calibration;
   c.instance = inst.name;
