@@ -145,6 +145,7 @@ NetworkParams NetworkParams::as_nccl_models_it() const {
   v.inter_fixed_latency_s = 0;
   v.inter_ll128_efficiency = v.inter_tree_efficiency = 1.0;
   v.call_overhead_s = 0;
+  v.gpu_path_bytes_per_s = 0;  // a measured rate of the host-staged path, not in NCCL's tables
   if (nvls) v.nvls_efficiency = nccl::nvls_efficiency(arch);  // NCCL's own, not the fitted one
   v.collnet_efficiency = 1.0;
   if (arch >= GpuArch::Hopper) v.collnet_direct_rating = 0.85;  // tuning.cc: "if (minCompCap >= 90) busBw *= .85"
