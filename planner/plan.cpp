@@ -114,13 +114,13 @@ void score(const PlanSpec& spec, PlanRow& row, const SimulationResult& r) {
 
 bool by_objective(const PlanRow& a, const PlanRow& b) { return a.objective != b.objective ? a.objective < b.objective : a.index < b.index; }
 
-// The deadline and the total budget, on the engine that scored rows [from, to): rows over a limit leave
+// The deadline and the total budget, on the engine that scored the first `to` rows: rows over a limit leave
 // the ranking, counted as pruned, and go to `missed` (the nearest miss explains an empty ranking).
-void apply_limits(PlanResult& res, size_t from, size_t to, const char* engine, std::vector<PlanRow>& missed) {
+void apply_limits(PlanResult& res, size_t to, const char* engine, std::vector<PlanRow>& missed) {
   const PlanSpec& spec = res.spec;
   std::vector<PlanRow>& rows = res.ranking;
-  std::vector<PlanRow> kept(rows.begin(), rows.begin() + long(from));
-  for (size_t i = from; i < to; ++i) {
+  std::vector<PlanRow> kept;
+  for (size_t i = 0; i < to; ++i) {
     const PlanRow& row = rows[i];
     double ratio = 0;
     std::string why;
@@ -187,7 +187,7 @@ void refine_top(PlanResult& res, const std::string& plan_id, std::vector<PlanRow
     score(spec, res.ranking[i], *res.ranking[i].eval->simgrid);
   }
   std::sort(res.ranking.begin(), res.ranking.begin() + long(k), by_objective);
-  apply_limits(res, 0, k, "SimGrid", missed);
+  apply_limits(res, k, "SimGrid", missed);
   res.simgrid_wall_s = seconds_since(t1);
 }
 
@@ -243,7 +243,7 @@ PlanResult run_plan(const std::string& path, const std::vector<std::string>& bas
   for (auto& row : res.ranking) score(res.spec, row, row.eval->analytic);
   std::sort(res.ranking.begin(), res.ranking.end(), by_objective);
   std::vector<PlanRow> missed;
-  apply_limits(res, 0, res.ranking.size(), "analytic", missed);
+  apply_limits(res, res.ranking.size(), "analytic", missed);
 
   // 4. Re-rank the top K by the SimGrid engine.
   refine_top(res, plan_key(text, base_overrides, space.variants), missed);

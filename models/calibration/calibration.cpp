@@ -142,7 +142,7 @@ Calibration parse_calibration(const std::string& text, const std::string& path) 
     if (auto v = net->get("inter_ll128_efficiency")) c.inter_ll128_efficiency = v->as_double_in(0.05, 1.5);
     if (auto v = net->get("inter_tree_efficiency")) c.inter_tree_efficiency = v->as_double_in(0.05, 1.5);
     if (auto v = net->get("collnet_efficiency")) c.collnet_efficiency = v->as_double_in(0.01, 1.0);
-    if (auto v = net->get("gpu_path_gbytes_per_s")) c.gpu_path_bytes_per_s = v->as_double_in(0.01, 1e4) * 1e9;
+    if (auto v = net->get("gpu_path_gbytes_per_s")) c.gpu_path_bytes_per_s = v->as_double_in(0, 1e4) * 1e9;  // 0: no limit
     if (auto v = net->get("measured_nodes")) c.measured_nodes = parse_node_range(*v);
     if (auto v = net->get("nccl_net_latency_us")) c.nccl_net_latency_s = v->as_double_in(0, 1e5) * 1e-6;
     if (auto v = net->get("call_overhead_us")) c.call_overhead_s = v->as_double_in(0, 1e5) * 1e-6;
@@ -208,7 +208,7 @@ std::string Calibration::to_yaml() const {
   put(net, "inter_ll128_efficiency", inter_ll128_efficiency);
   put(net, "inter_tree_efficiency", inter_tree_efficiency);
   put(net, "collnet_efficiency", collnet_efficiency);
-  if (gpu_path_bytes_per_s && *gpu_path_bytes_per_s > 0) put(net, "gpu_path_gbytes_per_s", gpu_path_bytes_per_s, 1e-9);  // 0: no limit
+  put(net, "gpu_path_gbytes_per_s", gpu_path_bytes_per_s, 1e-9);
   put(net, "call_overhead_us", call_overhead_s, 1e6);
   put(net, "nccl_net_latency_us", nccl_net_latency_s, 1e6);
   if (measured_nodes) net += fmt::format("  measured_nodes: [{}, {}]\n", measured_nodes->lo, measured_nodes->hi);

@@ -243,7 +243,7 @@ FabricSpec HardwareCatalog::parse_fabric(const YamlNode& n, const std::string& n
   if (auto v = n.get("ll128")) f.ll128 = v->as_bool();
   if (auto v = n.get("ll128_efficiency")) f.ll128_efficiency = v->as_double_in(0.05, 1.5);
   if (auto v = n.get("tree_efficiency_at_scale")) f.tree_efficiency_at_scale = v->as_double_in(0.05, 1.5);
-  if (auto v = n.get("gpu_path_gbytes_per_s")) f.gpu_path_bytes_per_s = v->as_double_in(0.01, 1e4) * 1e9;
+  if (auto v = n.get("gpu_path_gbytes_per_s")) f.gpu_path_bytes_per_s = v->as_double_in(0, 1e4) * 1e9;  // 0: no limit
   if (auto v = n.get("nccl_net_latency_us")) f.nccl_net_latency_s = v->as_double_in(0, 1e5) * 1e-6;
   if (auto v = n.get("collnet_efficiency")) f.collnet_efficiency = v->as_double_in(0.01, 1.0);
   if (auto v = n.get("sharp")) f.sharp = v->as_bool();
