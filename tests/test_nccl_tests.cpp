@@ -111,6 +111,10 @@ TEST_CASE("NCCL_ALGO / NCCL_PROTO a run forced: read off its source or log, and 
   }
   CHECK(forced >= 10);  // the A3 High tab's TCPX rows
   CHECK(free >= 10);    // the A3 Mega tab's
+  // A CSV row may state its setting in the cluster column instead: the 2019 p3dn runs that disabled
+  // trees (NCCL_TREE_THRESHOLD=0) say "NCCL_ALGO=ring equivalent" there; a run that says nothing is free.
+  for (const auto& r : load_nccl_tests(dir + "aws_dlami_efa_tutorial_p3dn_2019.csv")) CHECK(r.forced.algorithm == NcclAlgorithm::Ring);
+  for (const auto& r : load_nccl_tests(dir + "gist_jacobkahn_p3dn_efa_2019.csv")) CHECK_FALSE(r.forced.algorithm);
   // A 4-node p5 all_reduce of 64 KiB, free and forced to a ring: the forced row is predicted as the ring.
   NcclTestRow row;
   row.op = CollectiveOp::AllReduce, row.op_known = true, row.ranks = 32, row.nodes = 4, row.bytes = 65536, row.time_s = 1e-4;
@@ -223,6 +227,27 @@ TEST_CASE("sources' disagreement: each row against the mean of the other files a
   CHECK(d[2] == rel_approx(80.0 / 110.0 - 1));
   CHECK(std::isnan(d[3]));  // 8 nodes: one file only
   CHECK(std::isnan(d[4]));  // another size: one file only
+}
+
+TEST_CASE("sources' disagreement compares one configuration: the same ranks and the same forced algorithm") {
+  auto row = [](const char* file, int ranks, bool ring_forced, double published) {
+    HeldOutComparison h;
+    h.fabric = "efa-2019";
+    h.c.row.file = file, h.c.row.nodes = 2, h.c.row.ranks = ranks, h.c.row.op_name = "all_reduce", h.c.row.bytes = 8;
+    if (ring_forced) h.c.row.forced.algorithm = NcclAlgorithm::Ring;
+    h.c.metric = "time", h.c.published = published;
+    return h;
+  };
+  // p3dn at 8 B: two clusters at 2 x 8 GPUs (163 and 152 us), one at 2 x 1 GPU (52 us), one 2 x 8 run
+  // with the ring forced (140 us). Only the first two measured the same thing.
+  const std::vector<HeldOutComparison> rows = {row("gist.csv", 16, false, 163e-6), row("eks.csv", 16, false, 152e-6),
+                                               row("eks.csv", 2, false, 52e-6), row("dlami.csv", 16, true, 140e-6)};
+  const std::vector<double> d = between_source_deviation(rows);
+  REQUIRE(d.size() == rows.size());
+  CHECK(d[0] == rel_approx(163.0 / 152.0 - 1));
+  CHECK(d[1] == rel_approx(152.0 / 163.0 - 1));
+  CHECK(std::isnan(d[2]));  // 2 x 1 GPU: no other file ran it
+  CHECK(std::isnan(d[3]));  // ring forced: no other file forced it
 }
 
 TEST_CASE("a run that set an NCCL variable micsim has no term for is neither scored nor fitted") {

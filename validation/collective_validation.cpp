@@ -446,11 +446,15 @@ std::vector<HeldOutComparison> compare_collectives_held_out(const std::vector<Nc
 }
 
 std::vector<double> between_source_deviation(const std::vector<HeldOutComparison>& rows) {
-  // Points measured by several files: file -> its values at that point.
-  using Point = std::tuple<std::string, int, std::string, double, std::string>;
+  // Points measured by several files: file -> its values at that point. A point is one configuration:
+  // the same ranks (2 nodes x 1 GPU is not 2 nodes x 8) and the same forced algorithm and protocol (a
+  // ring forced by NCCL_ALGO is not NCCL's own pick), so the spread is between clusters, not setups.
+  using Point = std::tuple<std::string, int, int, int, int, std::string, double, std::string>;
   std::map<Point, std::map<std::string, std::vector<double>>> points;
   auto point_of = [](const HeldOutComparison& h) {
-    return Point{h.fabric, h.c.row.nodes, h.c.row.op_name, h.c.row.bytes, h.c.metric};
+    const CollectiveChoice& f = h.c.row.forced;
+    return Point{h.fabric, h.c.row.nodes, h.c.row.ranks, f.algorithm ? int(*f.algorithm) : -1, f.protocol ? int(*f.protocol) : -1,
+                 h.c.row.op_name, h.c.row.bytes, h.c.metric};
   };
   for (const auto& h : rows) points[point_of(h)][h.c.row.file].push_back(h.c.published);
   auto mean = [](const std::vector<double>& v) {

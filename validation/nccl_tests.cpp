@@ -290,7 +290,9 @@ std::vector<NcclTestRow> parse_nccl_tests_csv(const std::string& text, const std
     if (auto x = num("algbw_GBps", false)) r.algbw = *x * 1e9;
     if (auto x = num("busbw_GBps", false)) r.busbw = *x * 1e9;
     if (r.ranks % r.nodes != 0) throw InputError({file, row.line, 0}, "gpus", "expected a multiple of nodes (the same GPUs on every node)");
-    r.forced = forced_choice(r.source, r.op);
+    // A row states its settings in either column (NcclTestRow::environment): NCCL_ALGO in the cluster's
+    // description counts as much as in the source's command.
+    r.forced = forced_choice(r.source + "\n" + r.cluster, r.op);
     r.collnet = collnet_enabled(r.source + "\n" + r.cluster);
     check_measurement(r, file, row.line);
     if (r.bytes > 0) rows.push_back(r);  // 0-byte rows measure nothing
