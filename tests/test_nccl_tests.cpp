@@ -113,8 +113,12 @@ TEST_CASE("NCCL_ALGO / NCCL_PROTO a run forced: read off its source or log, and 
   CHECK(free >= 10);    // the A3 Mega tab's
   // A CSV row may state its setting in the cluster column instead: the 2019 p3dn runs that disabled
   // trees (NCCL_TREE_THRESHOLD=0) say "NCCL_ALGO=ring equivalent" there; a run that says nothing is free.
-  for (const auto& r : load_nccl_tests(dir + "aws_dlami_efa_tutorial_p3dn_2019.csv")) CHECK(r.forced.algorithm == NcclAlgorithm::Ring);
-  for (const auto& r : load_nccl_tests(dir + "gist_jacobkahn_p3dn_efa_2019.csv")) CHECK_FALSE(r.forced.algorithm);
+  const auto dlami = load_nccl_tests(dir + "aws_dlami_efa_tutorial_p3dn_2019.csv");
+  const auto gist = load_nccl_tests(dir + "gist_jacobkahn_p3dn_efa_2019.csv");
+  REQUIRE(dlami.size() == 28);
+  REQUIRE(gist.size() == 39);
+  for (const auto& r : dlami) CHECK(r.forced.algorithm == NcclAlgorithm::Ring);
+  for (const auto& r : gist) CHECK_FALSE(r.forced.algorithm);
   // A 4-node p5 all_reduce of 64 KiB, free and forced to a ring: the forced row is predicted as the ring.
   NcclTestRow row;
   row.op = CollectiveOp::AllReduce, row.op_known = true, row.ranks = 32, row.nodes = 4, row.bytes = 65536, row.time_s = 1e-4;

@@ -99,8 +99,8 @@ std::vector<HeldOutComparison> compare_collectives_held_out(const std::vector<Nc
 // How far the published sources disagree with each other, which no fabric-level model can beat when it
 // is scored on a source it was not fitted on: for each row, its published value over the mean of the
 // other files' values at the same fabric, node count, rank count, forced algorithm and protocol (if any),
-// collective, size and metric, less 1 (NaN where no other file measured that point). The median of its magnitude is the held-out error of an oracle
-// that predicts exactly what the other sources measured.
+// collective, size and metric, less 1 (NaN where no other file measured that point). The median of its
+// magnitude is the held-out error of an oracle that predicts exactly what the other sources measured.
 std::vector<double> between_source_deviation(const std::vector<HeldOutComparison>& rows);
 
 }  // namespace micsim

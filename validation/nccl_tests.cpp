@@ -292,8 +292,9 @@ std::vector<NcclTestRow> parse_nccl_tests_csv(const std::string& text, const std
     if (r.ranks % r.nodes != 0) throw InputError({file, row.line, 0}, "gpus", "expected a multiple of nodes (the same GPUs on every node)");
     // A row states its settings in either column (NcclTestRow::environment): NCCL_ALGO in the cluster's
     // description counts as much as in the source's command.
-    r.forced = forced_choice(r.source + "\n" + r.cluster, r.op);
-    r.collnet = collnet_enabled(r.source + "\n" + r.cluster);
+    const std::string settings = r.source + "\n" + r.cluster;
+    r.forced = forced_choice(settings, r.op);
+    r.collnet = collnet_enabled(settings);
     check_measurement(r, file, row.line);
     if (r.bytes > 0) rows.push_back(r);  // 0-byte rows measure nothing
   }
